@@ -1,0 +1,1 @@
+"""Workload presets: callables that build a model and run NVTX-staged iterations."""

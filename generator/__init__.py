@@ -1,0 +1,1 @@
+"""kernel-report generator: profiler outputs → normalized tables → analyses → bilingual site."""

@@ -1,0 +1,1 @@
+"""Analyses: pure functions over the normalized tables, one module per question."""

@@ -1,0 +1,114 @@
+"""The normalized model: what every reader produces and every analysis consumes.
+
+Tables are pandas DataFrames with fixed, canonical column names and units:
+time in ns, percentages 0–100, sizes in bytes, work in FLOP, rates per second.
+A value the input does not carry is NaN (numbers) or None (text) — never a guess.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+#: Stage label for "the whole capture" (no NVTX restriction).
+ALL_STAGES = "all"
+
+#: Per kernel name and stage: the numbers `nsys stats --report cuda_gpu_kern_sum` prints.
+KERNEL_SUMMARY_COLUMNS: list[str] = [
+    "stage",  # NVTX range the launches were restricted to, or ALL_STAGES
+    "name",  # full demangled name (nsys `demangledName`; or the only name the input has)
+    "short_name",  # base name (nsys `shortName`), None when the input has none
+    "count",  # launches (int)
+    "total_ns",
+    "avg_ns",
+    "med_ns",
+    "min_ns",
+    "max_ns",
+    "stddev_ns",
+    "time_pct",  # share of the stage's total kernel time, 0–100
+]
+
+#: Identity and launch columns of KernelMetrics (one row per profiled launch).
+KERNEL_METRICS_ID_COLUMNS: list[str] = [
+    "launch_id",  # the profiler's ID of the launch (int)
+    "name",  # name as the profiler reports it (ncu: function/demangled name when available)
+    "short_name",  # base name without templates/parameters when known
+    "mangled_name",  # None unless the input has it
+    "stage",  # innermost NVTX range of the launch when known, else None
+    "nvtx",  # full NVTX state text when known, else None
+    "grid",  # "(x, y, z)" text as ncu prints it, or None
+    "block",  # "(x, y, z)" text, or None
+    "device",  # device index (int) or None
+    "cc",  # compute capability text, e.g. "9.0", or None
+    "process",  # process name or None
+]
+
+#: Per memcpy kind: count, total_bytes, total_ns, avg_ns, … (nsys cuda_gpu_mem_time_sum/size_sum).
+MEMCPY_SUMMARY_COLUMNS: list[str] = [
+    "operation",  # normalized: "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "memset"
+    "count",
+    "total_ns",
+    "avg_ns",
+    "med_ns",
+    "min_ns",
+    "max_ns",
+    "stddev_ns",
+    "total_bytes",
+]
+
+#: Per NVTX range name: the numbers `nsys stats --report nvtx_sum` prints.
+NVTX_SUMMARY_COLUMNS: list[str] = [
+    "name",
+    "style",  # "PushPop" or "StartEnd"
+    "count",
+    "total_ns",
+    "avg_ns",
+    "med_ns",
+    "min_ns",
+    "max_ns",
+    "stddev_ns",
+    "time_pct",
+]
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One device as the input describes it; None where it says nothing."""
+
+    name: str | None = None
+    index: int | None = None
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    memory_bytes: int | None = None
+    memory_bandwidth_bytes_per_s: float | None = None
+    sm_clock_hz: float | None = None
+    memory_clock_hz: float | None = None
+    driver: str | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a table came from: the file, its format and the tool version that wrote it."""
+
+    path: str
+    format: str  # reader format id, e.g. "nsys-sqlite", "ncu-csv-details"
+    format_version: str | None = None  # e.g. "nsys 2024.5.1 / export schema 3.13.2", "ncu 2025 layout"
+    sha256: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class Dataset:
+    """Everything one input file yields. Tables the format cannot carry stay None."""
+
+    provenance: Provenance
+    kernel_summary: pd.DataFrame | None = None  # KERNEL_SUMMARY_COLUMNS
+    kernel_metrics: pd.DataFrame | None = None  # KERNEL_METRICS_ID_COLUMNS + canonical metrics
+    nvtx_summary: pd.DataFrame | None = None  # NVTX_SUMMARY_COLUMNS
+    memcpy_summary: pd.DataFrame | None = None  # MEMCPY_SUMMARY_COLUMNS
+    gpus: list[GpuInfo] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.provenance.path)

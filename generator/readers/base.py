@@ -1,0 +1,101 @@
+"""The one interface every reader implements, and the registry that picks a reader for a file."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import lzma
+import pkgutil
+import shutil
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+from generator.errors import InputError
+from generator.model import Dataset
+
+
+class Reader(Protocol):
+    """A reader for one input format.
+
+    ``format`` is a short id ("nsys-sqlite", "ncu-csv", ...). ``sniff`` looks at the path and the
+    first bytes of the file and says whether this reader claims it (cheap, never raises).
+    ``read`` returns a :class:`Dataset` or raises :class:`InputError` naming the file and problem.
+    ``stage`` (optional) restricts kernel tables to launches inside that NVTX range, where the
+    format can tell.
+    """
+
+    format: str
+    description: str
+
+    def sniff(self, path: Path, head: bytes) -> bool: ...
+
+    def read(self, path: Path, *, stage: str | None = None) -> Dataset: ...
+
+
+@cache
+def readers() -> tuple[Reader, ...]:
+    """Every module in generator/readers/ that defines READER, in module-name order."""
+    import generator.readers as package
+
+    found: list[Reader] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"generator.readers.{info.name}")
+        reader = getattr(module, "READER", None)
+        if reader is not None:
+            found.append(reader)
+    return tuple(found)
+
+
+def head_bytes(path: Path, n: int = 4096) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(n)
+
+
+def detect(path: str | Path) -> Reader:
+    """The reader that claims ``path``; InputError if none or the file is missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "no such file")
+    head = head_bytes(path)
+    if not head:
+        raise InputError(path, "file is empty")
+    for reader in readers():
+        if reader.sniff(path, head):
+            return reader
+    raise InputError(path, "unrecognized format (not an nsys/ncu/PyTorch profiler output we know)")
+
+
+def read(path: str | Path, *, stage: str | None = None) -> Dataset:
+    """Read any supported file into the normalized model.
+
+    ``name.ext.xz`` is decompressed into a temporary directory first (the original is never
+    touched); the Dataset's provenance still names the file the user gave.
+    """
+    path = Path(path)
+    if path.suffix != ".xz":
+        return detect(path).read(path, stage=stage)
+    if not path.is_file():
+        raise InputError(path, "no such file")
+    with tempfile.TemporaryDirectory(prefix="kernel-report-") as tmp:
+        plain = Path(tmp) / path.stem
+        try:
+            with lzma.open(path) as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (lzma.LZMAError, EOFError) as exc:
+            raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
+        try:
+            dataset = detect(plain).read(plain, stage=stage)
+        except InputError as exc:
+            raise InputError(path, exc.problem) from None
+    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=sha256_of(path))
+    return dataset
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

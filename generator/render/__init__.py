@@ -1,0 +1,1 @@
+"""Rendering: analyses → Jinja2 templates → Markdown → MkDocs site."""
