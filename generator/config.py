@@ -1,0 +1,242 @@
+"""report.yaml: the schema of a report (pydantic), its loading, and the ReportMeta pages receive.
+
+Paths in report.yaml are relative to the file; globs expand sorted. Every problem is reported with
+its key path (``versions[1].inputs.ncu[0]: file not found``) in one InputError, one line each.
+"""
+from __future__ import annotations
+
+import datetime
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+
+from generator.errors import InputError
+
+LANGS: tuple[str, ...] = ("en", "zh")
+
+
+@dataclass(frozen=True)
+class FileSet:
+    """One file or glob entry of report.yaml and the files it names (sorted, absolute)."""
+
+    pattern: str
+    paths: tuple[Path, ...]
+
+
+def _expand_files(value: Any, info: ValidationInfo) -> FileSet:
+    if not isinstance(value, str) or not value:
+        raise ValueError("expected a file path or glob (text)")
+    base: Path = info.context["base"]
+    pattern = str(base / value)
+    if glob.has_magic(value):
+        paths = tuple(Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if Path(p).is_file())
+        if not paths:
+            raise ValueError(f"no file matches {value!r}")
+        return FileSet(value, paths)
+    if not Path(pattern).is_file():
+        raise ValueError(f"file not found: {value}")
+    return FileSet(value, (Path(pattern).resolve(),))
+
+
+def _run_dir(value: Any, info: ValidationInfo) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ValueError("expected a capture run directory (text)")
+    path = (info.context["base"] / value).resolve()
+    if not path.is_dir():
+        raise ValueError(f"run directory not found: {value}")
+    if not (path / "manifest.json").is_file():
+        raise ValueError(f"not a capture run directory (no manifest.json): {value}")
+    return path
+
+
+Files = Annotated[FileSet, PlainValidator(_expand_files)]
+RunDir = Annotated[Path, PlainValidator(_run_dir)]
+Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class Text(_Strict):
+    """Words in both site languages."""
+
+    en: str
+    zh: str
+
+
+class NsysInput(_Strict):
+    """An nsys file (SQLite export, stats CSV, console text), optionally restricted to an NVTX stage."""
+
+    path: Files
+    stage: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        return {"path": data} if isinstance(data, str) else data
+
+
+class Inputs(_Strict):
+    """Explicit input files of a version (instead of, or in addition to, capture runs)."""
+
+    nsys: list[NsysInput] = []
+    ncu: list[Files] = []
+    torch: list[Files] = []
+
+
+class SweepPoint(_Strict):
+    """One configuration of a parameter sweep (kept in the model; not rendered yet)."""
+
+    label: str
+    params: dict[str, Any] = {}
+    runs: list[RunDir] = []
+    inputs: Inputs = Inputs()
+
+
+class VersionConfig(_Strict):
+    """One version of the report: its inputs are capture runs and/or explicit files, or a sweep."""
+
+    id: Slug
+    title: Text
+    date: datetime.date
+    notes: Text | None = None
+    runs: list[RunDir] = []
+    inputs: Inputs = Inputs()
+    sweep: list[SweepPoint] = []
+
+    @model_validator(mode="after")
+    def _has_inputs(self) -> VersionConfig:
+        inputs = self.inputs
+        if not (self.runs or self.sweep or inputs.nsys or inputs.ncu or inputs.torch):
+            raise ValueError("a version needs runs, inputs or sweep")
+        return self
+
+
+class GpuPeaks(_Strict):
+    """Peak overrides for the roofline (else read from the ncu metrics / device attributes)."""
+
+    peak_dram_gbps: float | None = Field(default=None, gt=0)
+    peak_tflops: dict[str, Annotated[float, Field(gt=0)]] = {}
+
+    def as_settings(self) -> dict[str, Any]:
+        """The ``AnalysisSettings.peaks`` dict: only the keys report.yaml set."""
+        return self.model_dump(exclude_defaults=True)
+
+
+class Classification(_Strict):
+    rule: Literal["roofline", "sol", "sm_dram_margin"] = "roofline"
+    margin: float = Field(default=5.0, ge=0)
+
+
+class ReportConfig(_Strict):
+    """A whole report.yaml. ``versions`` are in report order: oldest first, the last is the latest."""
+
+    id: Slug
+    title: Text
+    gpu: GpuPeaks = GpuPeaks()
+    classification: Classification = Classification()
+    top_n: int = Field(default=20, ge=1)
+    versions: list[VersionConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_versions(self) -> ReportConfig:
+        ids = [v.id for v in self.versions]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate version ids: {', '.join(duplicates)}")
+        return self
+
+
+@dataclass(frozen=True)
+class VersionMeta:
+    """What pages show about a version: ``title``/``notes`` map a language code to text."""
+
+    id: str
+    title: dict[str, str]
+    date: datetime.date
+    notes: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class ReportMeta:
+    """What ``render_version`` needs to know about the report besides the VersionResult.
+
+    ``id``: report id (slug). ``title``: {lang: text}. ``versions``: every version in report order,
+    oldest first (the last one is the latest; the page of version X compares with the one before
+    it). ``site_url``: the published base URL without the version part (e.g.
+    "https://org.github.io/repo/"), or None when unknown; a version lives at ``<site_url><id>/``.
+    ``langs``: site languages, default language first (e.g. ["en", "zh"]).
+    """
+
+    id: str
+    title: dict[str, str]
+    versions: tuple[VersionMeta, ...]
+    site_url: str | None
+    langs: tuple[str, ...]
+
+    @property
+    def latest(self) -> VersionMeta:
+        return self.versions[-1]
+
+    def version(self, version_id: str) -> VersionMeta:
+        return next(v for v in self.versions if v.id == version_id)
+
+
+def report_meta(config: ReportConfig, site_url: str | None, langs: list[str]) -> ReportMeta:
+    """The pages' view of a validated report."""
+    return ReportMeta(
+        id=config.id,
+        title=config.title.model_dump(),
+        versions=tuple(
+            VersionMeta(v.id, v.title.model_dump(), v.date, v.notes.model_dump() if v.notes else None)
+            for v in config.versions
+        ),
+        site_url=site_url,
+        langs=tuple(langs),
+    )
+
+
+def key_path(loc: tuple[str | int, ...]) -> str:
+    """``("versions", 1, "inputs", "ncu", 0)`` → ``versions[1].inputs.ncu[0]``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    lines = []
+    for error in exc.errors():
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{key_path(error['loc'])}: {message}")
+    return lines
+
+
+def load_report(path: str | Path) -> ReportConfig:
+    """Read and validate report.yaml; InputError listing every problem (one line each)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a mapping at the top level")
+    try:
+        return ReportConfig.model_validate(data, context={"base": path.resolve().parent})
+    except ValidationError as exc:
+        raise InputError(path, f"\n{path}: ".join(_problems(exc))) from None
