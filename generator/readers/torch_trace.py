@@ -1,0 +1,260 @@
+"""PyTorch profiler (Kineto) Chrome-trace JSON (``.json`` / ``.json.gz``).
+
+Kineto writes ``ts``/``dur`` in µs (integers, or floats with ns decimals) whatever
+``displayTimeUnit`` says; they are converted to integer ns exactly (floats are parsed as text).
+Stages are ``record_function`` ranges: a kernel belongs to stage S if its GPU interval lies inside a
+``gpu_user_annotation`` S on its device and stream, or else its launching runtime call (same
+correlation id) lies inside a CPU ``user_annotation`` S on the same process and thread.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from generator.errors import InputError
+from generator.model import (
+    ALL_STAGES,
+    KERNEL_SUMMARY_COLUMNS,
+    MEMCPY_SUMMARY_COLUMNS,
+    NVTX_SUMMARY_COLUMNS,
+    Dataset,
+    GpuInfo,
+    Provenance,
+)
+from generator.readers.base import sha256_of
+
+_MEMCPY_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
+_LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "runtime"}
+_MEMCPY_KIND = re.compile(r"^Memcpy (HtoD|DtoH|DtoD|HtoH|PtoP)\b")
+_INTERVAL = ["pid", "tid", "start", "end"]
+
+
+class TorchTraceReader:
+    format = "torch-trace"
+    description = "PyTorch profiler (Kineto) Chrome trace JSON"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        return path.name.lower().endswith((".json", ".json.gz"))
+
+    def read(self, path: Path, *, stage: str | None = None) -> Dataset:
+        path = Path(path)
+        doc = _load(path)
+        events = _split(path, doc["traceEvents"])
+        kernels = events["kernel"]
+        if kernels.empty:
+            raise InputError(path, "trace has no GPU kernel events (profiled without CUDA activity?)")
+        if stage is not None:
+            kernels = kernels[_stage_mask(path, events, stage)]
+        devices = sorted(set(_devices(events)))
+        gpus, notes = _gpus(doc.get("deviceProperties"), devices)
+        return Dataset(
+            provenance=Provenance(
+                path=str(path),
+                format=self.format,
+                format_version=_format_version(doc),
+                sha256=sha256_of(path),
+                notes=notes,
+            ),
+            kernel_summary=_kernel_summary(kernels, stage or ALL_STAGES),
+            nvtx_summary=_nvtx_summary(events["cpu_range"]),
+            memcpy_summary=_memcpy_summary(events["memcpy"]),
+            gpus=gpus,
+        )
+
+
+def _devices(events: dict[str, pd.DataFrame]) -> pd.Series:
+    """Device index of every GPU activity (kernels and memcpy/memset) in the trace."""
+    return pd.concat([events["kernel"]["device"], events["memcpy"]["device"]]).dropna().astype(int)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            doc = json.load(fh, parse_float=str)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"invalid or truncated JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise InputError(path, "not a JSON text file (undecodable bytes)") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise InputError(path, "corrupt or truncated gzip file") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise InputError(path, "not a PyTorch profiler trace (no traceEvents list)")
+    return doc
+
+
+def _split(path: Path, events: list[Any]) -> dict[str, pd.DataFrame]:
+    """The trace's kernel, memcpy, launch and range events as small typed frames (one pass)."""
+    rows: dict[str, list[tuple]] = {k: [] for k in ("kernel", "memcpy", "launch", "cpu_range", "gpu_range")}
+    for ev in events:
+        cat = ev.get("cat") if isinstance(ev, dict) else None
+        if not isinstance(cat, str) or ev.get("ph", "X") != "X":
+            continue
+        cat = cat.lower()
+        if cat == "kernel":
+            kind = "kernel"
+        elif cat in _MEMCPY_CATS:
+            kind = "memcpy"
+        elif cat in _LAUNCH_CATS:
+            kind = "launch"
+        elif cat == "user_annotation":
+            kind = "cpu_range"
+        elif cat == "gpu_user_annotation":
+            kind = "gpu_range"
+        else:
+            continue
+        name = ev.get("name")
+        if not isinstance(name, str):
+            raise InputError(path, f"{cat} event without a name")
+        start = _ns(path, ev.get("ts"), "ts")
+        end = start + _ns(path, ev.get("dur"), "dur")
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        corr = args.get("correlation", args.get("External id"))
+        device = args.get("device", ev.get("pid"))
+        rows[kind].append(
+            (name, ev.get("pid"), ev.get("tid"), start, end, corr, device if isinstance(device, int) else None,
+             args.get("bytes"))
+        )
+    columns = ["name", "pid", "tid", "start", "end", "corr", "device", "bytes"]
+    frames = {}
+    for kind, found in rows.items():
+        frame = pd.DataFrame(found, columns=columns)
+        frame[["pid", "tid"]] = frame[["pid", "tid"]].astype(str)
+        frame["start"] = frame["start"].astype("int64")
+        frame["end"] = frame["end"].astype("int64")
+        frame["device"] = frame["device"].astype("Int64")
+        frame["bytes"] = pd.to_numeric(frame["bytes"], errors="coerce")
+        frames[kind] = frame
+    return frames
+
+
+def _ns(path: Path, value: Any, field: str) -> int:
+    """A Kineto µs value (int, or float kept as text) → integer ns."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value * 1000
+    if isinstance(value, str):
+        try:
+            return int((Decimal(value) * 1000).to_integral_value())
+        except InvalidOperation:
+            pass
+    raise InputError(path, f"event with a missing or non-numeric {field!r}: {value!r}")
+
+
+def _stage_mask(path: Path, events: dict[str, pd.DataFrame], stage: str) -> pd.Series:
+    """Which kernels belong to ``stage`` (GPU range first, else the launch's CPU range)."""
+    gpu_ranges = events["gpu_range"][events["gpu_range"]["name"] == stage]
+    cpu_ranges = events["cpu_range"][events["cpu_range"]["name"] == stage]
+    if gpu_ranges.empty and cpu_ranges.empty:
+        known = sorted(set(events["cpu_range"]["name"]) | set(events["gpu_range"]["name"]))
+        shown = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
+        raise InputError(path, f"no range named {stage!r} (ranges: {shown or 'none'})")
+    kernels = events["kernel"]
+    inside = _inside(kernels, gpu_ranges)
+    launches = events["launch"].dropna(subset=["corr"]).drop_duplicates("corr").set_index("corr")
+    launched = launches.reindex(kernels["corr"])[_INTERVAL].set_axis(kernels.index)
+    inside |= _inside(launched, cpu_ranges)
+    if not inside.any():
+        raise InputError(path, f"range {stage!r} contains no kernels")
+    return inside
+
+
+def _inside(items: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
+    """Whether each item's [start, end] lies inside some range on the same (pid, tid)."""
+    result = pd.Series(False, index=items.index)
+    for key, group in ranges.groupby(["pid", "tid"]):
+        group = group.sort_values("start")
+        starts = group["start"].to_numpy()
+        reach = np.maximum.accumulate(group["end"].to_numpy())
+        mine = items[(items["pid"] == key[0]) & (items["tid"] == key[1])].dropna(subset=["start", "end"])
+        if mine.empty:
+            continue
+        last = np.searchsorted(starts, mine["start"].to_numpy(dtype="int64"), side="right") - 1
+        ok = (last >= 0) & (reach[np.maximum(last, 0)] >= mine["end"].to_numpy(dtype="int64"))
+        result.loc[mine.index[ok]] = True
+    return result
+
+
+def _durations(frame: pd.DataFrame, by: str) -> pd.DataFrame:
+    """nsys-style duration statistics per ``by`` (sample stddev; 0 for a single instance)."""
+    durations = (frame["end"] - frame["start"]).groupby(frame[by], sort=False)
+    stats = durations.agg(["count", "sum", "mean", "median", "min", "max", "std"])
+    stats.columns = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
+    stats["stddev_ns"] = stats["stddev_ns"].where(stats["count"] > 1, 0.0)
+    return stats.rename_axis(by).reset_index()
+
+
+def _ranked(stats: pd.DataFrame, by: str) -> pd.DataFrame:
+    stats["time_pct"] = stats["total_ns"] / stats["total_ns"].sum() * 100
+    return stats.sort_values(["total_ns", by], ascending=[False, True], ignore_index=True)
+
+
+def _kernel_summary(kernels: pd.DataFrame, stage: str) -> pd.DataFrame:
+    stats = _ranked(_durations(kernels, "name"), "name")
+    stats["stage"] = stage
+    stats["short_name"] = None
+    return stats[KERNEL_SUMMARY_COLUMNS]
+
+
+def _nvtx_summary(ranges: pd.DataFrame) -> pd.DataFrame:
+    stats = _ranked(_durations(ranges, "name"), "name")
+    stats["style"] = "PushPop"
+    return stats[NVTX_SUMMARY_COLUMNS]
+
+
+def _memcpy_summary(copies: pd.DataFrame) -> pd.DataFrame:
+    copies = copies.assign(operation=copies["name"].map(_memcpy_operation))
+    stats = _durations(copies, "operation")
+    bytes_ = copies.groupby("operation", sort=False)["bytes"].agg(lambda s: s.sum(skipna=False))
+    stats["total_bytes"] = stats["operation"].map(bytes_)
+    stats = stats.sort_values(["total_ns", "operation"], ascending=[False, True], ignore_index=True)
+    return stats[MEMCPY_SUMMARY_COLUMNS]
+
+
+def _memcpy_operation(name: str) -> str:
+    """"Memcpy HtoD (Pageable -> Device)" → "HtoD"; "Memset (Device)" → "memset"; else the name."""
+    match = _MEMCPY_KIND.match(name)
+    if match:
+        return match.group(1)
+    return "memset" if name.startswith("Memset") else name
+
+
+def _gpus(properties: Any, devices: list[int]) -> tuple[list[GpuInfo], tuple[str, ...]]:
+    """GpuInfo for the listed devices that ran GPU work (a note says when others were listed)."""
+    if not isinstance(properties, list):
+        return [], ("no deviceProperties in the trace",)
+    gpus = [
+        GpuInfo(
+            name=p.get("name"),
+            index=p.get("id"),
+            compute_capability=(
+                f"{p['computeMajor']}.{p['computeMinor']}" if "computeMajor" in p and "computeMinor" in p else None
+            ),
+            sm_count=p.get("numSms"),
+            memory_bytes=p.get("totalGlobalMem"),
+        )
+        for p in properties
+        if isinstance(p, dict) and p.get("id") in devices
+    ]
+    if len(gpus) == len(properties):
+        return gpus, ()
+    return gpus, (f"deviceProperties lists {len(properties)} devices; GPU work ran on {len(gpus)}",)
+
+
+def _format_version(doc: dict[str, Any]) -> str:
+    parts = [f"Kineto schema {doc.get('schemaVersion', '?')}"]
+    for key, label in (("cuda_runtime_version", "CUDA runtime"), ("cuda_driver_version", "driver")):
+        version = doc.get(key)
+        if isinstance(version, int):
+            parts.append(f"{label} {version // 1000}.{version % 1000 // 10}")
+    return ", ".join(parts)
+
+
+READER = TorchTraceReader()
