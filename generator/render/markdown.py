@@ -1,0 +1,126 @@
+"""Safe Markdown pieces: escaping of data text, name cells, tables, and number formatting.
+
+Every text that comes from an input file (kernel names, stage names, paths) goes through
+:func:`escape_text` (Markdown/HTML text) or :func:`escape_attr` (HTML attribute values) so that
+``| < > * _ [ ] ` \\`` show literally and no markup or script is ever produced from data.
+"""
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+#: Characters Python-Markdown (with the tables extension) accepts after a backslash.
+_MD_ESCAPABLE = frozenset("\\`*_{}[]()>#+-.!|")
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+#: Names longer than this are shortened in tables (the full name is on hover and in the appendix).
+NAME_MAX_CHARS = 64
+
+
+def _one_line(text: str) -> str:
+    """Whitespace runs → one space; other control characters → U+FFFD (never markup)."""
+    words = str(text).split()
+    return " ".join(_CONTROL.sub("\ufffd", w) for w in words)
+
+
+def escape_text(text: str) -> str:
+    """Text for a Markdown paragraph, heading or table cell that renders exactly as given.
+
+    HTML-escapes ``& < >`` first, then backslash-escapes every Markdown special character.
+    Line breaks and runs of whitespace become one space (a table row is one line); other
+    control characters become U+FFFD.
+    """
+    escaped = html.escape(_one_line(text), quote=False)
+    return "".join("\\" + c if c in _MD_ESCAPABLE else c for c in escaped)
+
+
+def escape_attr(text: str) -> str:
+    """Text for a double-quoted HTML attribute inside Markdown: every ASCII punctuation as a
+    numeric character reference, so neither the HTML nor the Markdown/table parser sees it."""
+    return "".join(
+        f"&#{ord(c)};" if (c.isascii() and not c.isalnum() and c != " ") else c
+        for c in _one_line(text)
+    )
+
+
+def name_cell(name: str | None, unknown: str, max_chars: int = NAME_MAX_CHARS) -> str:
+    """A kernel name for a table cell: escaped, shortened with "…" when long, full name on hover."""
+    if is_missing(name):
+        return escape_text(unknown)
+    full = _one_line(name)
+    shown = full if len(full) <= max_chars else full[: max_chars - 1] + "…"
+    return f'<span class="kr-name" title="{escape_attr(full)}">{escape_text(shown)}</span>'
+
+
+def code_cell(text: str | None, unknown: str) -> str:
+    """A long raw name shown in full, wrapping anywhere (appendix)."""
+    if is_missing(text):
+        return escape_text(unknown)
+    return f'<span class="kr-raw" style="word-break: break-all">{escape_text(text)}</span>'
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> str:
+    """A Markdown table from already-escaped cells; ``align`` is one of ``l r c`` per column."""
+    align = align or "l" * len(headers)
+    marks = {"l": "---", "r": "--:", "c": ":-:"}
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(marks[a] for a in align) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN, pandas NA/NaT, or an empty string."""
+    if isinstance(value, str):
+        return value == ""
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
+
+
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """Fixed-precision number formatting; a missing value prints as ``unknown`` (per language)."""
+
+    unknown: str
+
+    def num(self, value: Any, digits: int = 2) -> str:
+        return self.unknown if is_missing(value) else f"{float(value):,.{digits}f}"
+
+    def int(self, value: Any) -> str:
+        return self.unknown if is_missing(value) else f"{round(float(value)):,d}"
+
+    def pct(self, value: Any, digits: int = 2) -> str:
+        """A 0–100 percentage."""
+        return self.unknown if is_missing(value) else f"{float(value):.{digits}f}%"
+
+    def signed(self, value: Any, digits: int = 2, suffix: str = "") -> str:
+        return self.unknown if is_missing(value) else f"{float(value):+,.{digits}f}{suffix}"
+
+    def us(self, ns: Any, digits: int = 2) -> str:
+        """Nanoseconds shown in microseconds."""
+        return self.unknown if is_missing(ns) else f"{float(ns) / 1e3:,.{digits}f} µs"
+
+    def ms(self, ns: Any, digits: int = 3) -> str:
+        """Nanoseconds shown in milliseconds."""
+        return self.unknown if is_missing(ns) else f"{float(ns) / 1e6:,.{digits}f} ms"
+
+    def si(self, value: Any, unit: str, digits: int = 2) -> str:
+        """``1.23 TFLOP/s``, ``4.80 TB/s``: decimal SI prefixes."""
+        if is_missing(value):
+            return self.unknown
+        number = float(value)
+        for scale, prefix in _SI:
+            if abs(number) >= scale:
+                return f"{number / scale:.{digits}f} {prefix}{unit}"
+        return f"{number:.{digits}f} {unit}"
+
+    def text(self, value: Any) -> str:
+        """Data text (escaped) or ``unknown``."""
+        return escape_text(self.unknown if is_missing(value) else str(value))
