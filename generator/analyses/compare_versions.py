@@ -1,0 +1,88 @@
+"""What changed from the previous report version to this one.
+
+Kernels are matched across versions by their profiler name (``name``). Relative changes are
+(current − previous) / previous × 100, None when either side is unknown or previous is 0.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from generator.analyses.classify import UNKNOWN
+from generator.analyses.result import VersionResult
+
+
+def change(previous: float | None, current: float | None) -> dict[str, float | None]:
+    """``{"previous", "current", "abs", "rel_pct"}`` for one number."""
+    known = previous is not None and current is not None
+    return {
+        "previous": previous,
+        "current": current,
+        "abs": current - previous if known else None,
+        "rel_pct": (current - previous) / previous * 100.0 if known and previous != 0 else None,
+    }
+
+
+def _classes(result: VersionResult) -> dict[str, str]:
+    frame = result.ncu_metrics
+    return dict(zip(frame["name"], frame["class"])) if len(frame) else {}
+
+
+def _friendly(result: VersionResult) -> dict[str, str]:
+    frame = result.ncu_metrics
+    return dict(zip(frame["name"], frame["friendly_name"])) if len(frame) else {}
+
+
+def _longest(result: VersionResult) -> dict[str, Any] | None:
+    top: pd.DataFrame = result.top_by_duration
+    if top.empty:
+        return None
+    first = top.iloc[0]
+    return {"name": first["name"], "friendly_name": first["friendly_name"],
+            "duration_us": float(first["duration_us"])}
+
+
+def _mean_changes(prev: dict[str, float | None], cur: dict[str, float | None]) -> dict[str, dict]:
+    return {key: change(prev.get(key), cur.get(key)) for key in sorted(set(prev) | set(cur))}
+
+
+def compare_versions(previous: VersionResult, current: VersionResult) -> dict[str, Any]:
+    """Coverage, newly profiled / newly classified kernels, class changes, mean changes, longest kernel."""
+    prev_cls, cur_cls = _classes(previous), _classes(current)
+    friendly = {**_friendly(previous), **_friendly(current)}
+    newly_profiled = [n for n in cur_cls if n not in prev_cls]
+    newly_classified = [n for n, c in cur_cls.items()
+                        if c != UNKNOWN and prev_cls.get(n, UNKNOWN) == UNKNOWN]
+    class_changes = [
+        {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls[n], "current": c}
+        for n, c in cur_cls.items() if n in prev_cls and prev_cls[n] != c
+    ]
+    prev_c, cur_c = previous.classification, current.classification
+    classes = sorted(set(prev_c["class_means"]) | set(cur_c["class_means"]))
+    prev_long, cur_long = _longest(previous), _longest(current)
+    return {
+        "previous_version": previous.version_id,
+        "rule_changed": prev_c["rule"] != cur_c["rule"],
+        "coverage": {
+            "top_n": change(previous.coverage.get("top_n"), current.coverage.get("top_n")),
+            "profiled": change(previous.coverage.get("profiled"), current.coverage.get("profiled")),
+        },
+        "kernels_profiled": change(len(prev_cls), len(cur_cls)),
+        "newly_profiled": [{"name": n, "friendly_name": friendly.get(n)} for n in newly_profiled],
+        "newly_classified": [
+            {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls.get(n), "current": cur_cls[n]}
+            for n in newly_classified
+        ],
+        "class_changes": class_changes,
+        "counts": {c: change(prev_c["counts"].get(c, 0), cur_c["counts"].get(c, 0))
+                   for c in sorted(set(prev_c["counts"]) | set(cur_c["counts"]))},
+        "overall_means": _mean_changes(prev_c["overall_means"], cur_c["overall_means"]),
+        "class_means": {c: _mean_changes(prev_c["class_means"].get(c, {}), cur_c["class_means"].get(c, {}))
+                        for c in classes},
+        "longest_kernel": {
+            "previous": prev_long,
+            "current": cur_long,
+            "duration_us": change(prev_long and prev_long["duration_us"], cur_long and cur_long["duration_us"]),
+        },
+    }

@@ -1,0 +1,171 @@
+"""Roofline: device peaks, each kernel's arithmetic intensity, and the chart datasets.
+
+Peaks, in order of precedence: ``report.yaml`` overrides (``settings.peaks``), else the median of
+the ncu peak columns over the profiled launches (ncu reports them per launch at the clocks it
+saw), else the DRAM bandwidth the device description carries. A peak nobody states stays None and
+every point that needs it is "unknown" rather than drawn against a guessed roof.
+
+FLOP are counted per datapath (canonical ``flop_tensor``, ``flop_fp32``, ``flop_fp16``,
+``flop_fp64``); tensor-core FLOP are compared with the dense tensor peak, not the FP32 one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from generator.model import GpuInfo
+
+#: datapath → (FLOP column, ncu peak column or None when ncu has no peak for it)
+DATAPATHS: dict[str, tuple[str, str | None]] = {
+    "tensor": ("flop_tensor", "peak_tensor_flop_per_s"),
+    "fp32": ("flop_fp32", "peak_fp32_flop_per_s"),
+    "fp16": ("flop_fp16", None),
+    "fp64": ("flop_fp64", "peak_fp64_flop_per_s"),
+}
+FLOP_COLUMNS: tuple[str, ...] = tuple(col for col, _ in DATAPATHS.values())
+
+
+@dataclass
+class Peaks:
+    """Device peaks used for ridges and roofs; ``source`` says where each came from."""
+
+    dram_bytes_per_s: float | None = None
+    flop_per_s: dict[str, float] = field(default_factory=dict)  # datapath → FLOP/s
+    source: dict[str, str] = field(default_factory=dict)  # "dram" | datapath → "settings"|"ncu"|"device"
+
+    def ridge(self, datapath: str) -> float | None:
+        """FLOP per DRAM byte where the datapath's compute roof meets the bandwidth roof."""
+        peak = self.flop_per_s.get(datapath)
+        if not peak or not self.dram_bytes_per_s:
+            return None
+        return peak / self.dram_bytes_per_s
+
+
+def _median(metrics: pd.DataFrame, column: str | None) -> float | None:
+    if column is None or column not in metrics:
+        return None
+    values = pd.to_numeric(metrics[column], errors="coerce").dropna()
+    values = values[values > 0]
+    return float(values.median()) if len(values) else None
+
+
+def _override_datapath(key: str) -> str | None:
+    """``bf16_tensor``/``tensor`` → tensor; ``fp32``/``fp16``/``fp64`` as is."""
+    key = key.lower()
+    if "tensor" in key:
+        return "tensor"
+    return key if key in DATAPATHS else None
+
+
+def device_peaks(metrics: pd.DataFrame, gpus: list[GpuInfo], overrides: dict[str, Any]) -> Peaks:
+    """Peaks from settings overrides, else ncu peak columns (median), else the device info."""
+    peaks = Peaks()
+    for datapath, (_, column) in DATAPATHS.items():
+        value = _median(metrics, column)
+        if value is not None:
+            peaks.flop_per_s[datapath] = value
+            peaks.source[datapath] = "ncu"
+    dram = _median(metrics, "peak_dram_bytes_per_s")
+    if dram is not None:
+        peaks.dram_bytes_per_s, peaks.source["dram"] = dram, "ncu"
+    else:
+        known = [g.memory_bandwidth_bytes_per_s for g in gpus if g.memory_bandwidth_bytes_per_s]
+        if known:
+            peaks.dram_bytes_per_s, peaks.source["dram"] = float(known[0]), "device"
+    if overrides.get("peak_dram_gbps") is not None:
+        peaks.dram_bytes_per_s = float(overrides["peak_dram_gbps"]) * 1e9
+        peaks.source["dram"] = "settings"
+    for key, tflops in (overrides.get("peak_tflops") or {}).items():
+        datapath = _override_datapath(str(key))
+        if datapath is not None:
+            peaks.flop_per_s[datapath] = float(tflops) * 1e12
+            peaks.source[datapath] = "settings"
+    return peaks
+
+
+def _num(value: Any) -> float:
+    """A float, NaN for None/NaN/text."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def kernel_intensity(row: pd.Series | dict[str, Any], peaks: Peaks) -> dict[str, Any]:
+    """Dominant datapath (most FLOP), total FLOP, arithmetic intensity and that datapath's ridge.
+
+    ``arithmetic_intensity`` = all counted FLOP / DRAM bytes; NaN when no FLOP column has a value
+    or DRAM bytes are missing or zero. A kernel with zero FLOP has intensity 0 and no datapath.
+    ``ridge`` is None when a needed peak is unknown (or there is no datapath).
+    """
+    flops = {dp: _num(row.get(col)) for dp, (col, _) in DATAPATHS.items()}
+    counted = {dp: v for dp, v in flops.items() if not math.isnan(v)}
+    dram = _num(row.get("dram_bytes"))
+    if not counted or math.isnan(dram) or dram <= 0:
+        return {"datapath": None, "flop": math.nan, "arithmetic_intensity": math.nan, "ridge": None}
+    total = sum(counted.values())
+    datapath = max(counted, key=lambda dp: counted[dp]) if total > 0 else None
+    return {
+        "datapath": datapath,
+        "flop": total,
+        "arithmetic_intensity": total / dram,
+        "ridge": peaks.ridge(datapath) if datapath else None,
+    }
+
+
+def normalized_points(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Each kernel's SM throughput % against its memory throughput % (both of peak)."""
+    cols = ["name", "friendly_name", "class", "sm_throughput_pct", "memory_throughput_pct",
+            "dram_throughput_pct"]
+    return kernels.reindex(columns=cols).dropna(subset=["sm_throughput_pct", "memory_throughput_pct"])
+
+
+def physical_points(kernels: pd.DataFrame) -> pd.DataFrame:
+    """One point per kernel and datapath with FLOP > 0: intensity (FLOP/DRAM byte) and FLOP/s.
+
+    Achieved FLOP/s = that datapath's FLOP / the kernel's mean profiled duration.
+    """
+    rows: list[dict[str, Any]] = []
+    for _, k in kernels.iterrows():
+        dram, duration = _num(k.get("dram_bytes")), _num(k.get("duration_ns"))
+        if math.isnan(dram) or dram <= 0 or math.isnan(duration) or duration <= 0:
+            continue
+        for datapath, (column, _) in DATAPATHS.items():
+            flop = _num(k.get(column))
+            if math.isnan(flop) or flop <= 0:
+                continue
+            rows.append({
+                "name": k["name"],
+                "friendly_name": k.get("friendly_name"),
+                "class": k.get("class"),
+                "datapath": datapath,
+                "flop": flop,
+                "dram_bytes": dram,
+                "arithmetic_intensity": flop / dram,
+                "achieved_flop_per_s": flop / (duration * 1e-9),
+            })
+    cols = ["name", "friendly_name", "class", "datapath", "flop", "dram_bytes",
+            "arithmetic_intensity", "achieved_flop_per_s"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def roofs(peaks: Peaks) -> dict[str, Any]:
+    """The bandwidth line and one compute ceiling (and ridge) per datapath with a known peak."""
+    return {
+        "peak_dram_bytes_per_s": peaks.dram_bytes_per_s,
+        "ceilings": dict(sorted(peaks.flop_per_s.items())),
+        "ridges": {dp: peaks.ridge(dp) for dp in sorted(peaks.flop_per_s)},
+        "source": dict(sorted(peaks.source.items())),
+    }
+
+
+def roofline_datasets(kernels: pd.DataFrame, peaks: Peaks) -> dict[str, Any]:
+    """``{"normalized": df, "physical": df, "roofs": {...}}`` for the charts."""
+    return {
+        "normalized": normalized_points(kernels),
+        "physical": physical_points(kernels),
+        "roofs": roofs(peaks),
+    }
