@@ -1,0 +1,41 @@
+"""`python -m generator build [REPORT.yaml …]`: build the versioned bilingual site."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from generator.config import LANGS
+from generator.errors import InputError
+
+HELP = "build the versioned EN/ZH report site from report.yaml files (default: the bundled example)"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "small-vlm-h200" / "report.yaml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT.yaml",
+                        help=f"report files (default: {EXAMPLE.relative_to(EXAMPLE.parents[2])})")
+    parser.add_argument("--out", type=Path, default=Path("site"), help="site directory (default: site)")
+    parser.add_argument("--src", type=Path, default=Path("site_src"),
+                        help="where the Markdown sources go (default: site_src)")
+    parser.add_argument("--site-url", help="published base URL, e.g. https://ORG.github.io/REPO/")
+    parser.add_argument("--lang", default=",".join(LANGS),
+                        help="site languages, the default first (default: en,zh)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from generator.render.site import build_site  # heavy imports (mkdocs, analyses) only when building
+
+    langs = [lang.strip() for lang in args.lang.split(",") if lang.strip()]
+    unknown = [lang for lang in langs if lang not in LANGS]
+    if not langs or unknown or len(set(langs)) != len(langs):
+        raise InputError("--lang", f"expected a list of distinct languages out of {','.join(LANGS)}")
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        build_site(args.reports or [EXAMPLE], args.out, args.src, site_url=args.site_url, langs=langs,
+                   progress=progress)
+    console.print(f"site written to {args.out}/")
+    return 0

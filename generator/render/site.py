@@ -1,0 +1,214 @@
+"""Build the versioned site: per version read inputs → analyze → render Markdown → `mkdocs build`.
+
+Layout (one report): ``<out>/<version>/`` (one MkDocs Material site per version, EN at its root and
+ZH under ``zh/``), ``<out>/versions.json`` (mike's format, newest first, "latest" alias on the newest)
+and ``<out>/index.html`` (relative redirect to the latest version). Several reports go to
+``<out>/<report-id>/…`` each, and ``<out>/index.html`` lists them. Markdown sources go to
+``<src>/<report-id>/<version>/{docs/,mkdocs.yml}``.
+
+Everything is built next to ``out``/``src`` and swapped in at the end, so a failed build leaves the
+previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+from mkdocs.commands.build import build as mkdocs_build
+from mkdocs.config import load_config
+from mkdocs.exceptions import MkDocsException
+from rich.progress import Progress
+
+from generator.analyses.version import AnalysisSettings, analyze_version
+from generator.config import ReportConfig, ReportMeta, VersionConfig, load_report, report_meta
+from generator.errors import InputError
+from generator.inputs import InputCache, version_inputs
+from generator.render.pages import render_version
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=jinja2.select_autoescape(["html.j2"]),
+)
+
+
+@dataclass(frozen=True)
+class ReportJob:
+    """One report.yaml to build: its file, validated config and where its versions go."""
+
+    path: Path
+    config: ReportConfig
+    prefix: str  # "" for a single report, else "<report-id>/"
+
+
+def build_site(
+    report_files: list[Path],
+    out: Path,
+    src: Path,
+    *,
+    site_url: str | None = None,
+    langs: list[str] | None = None,
+    progress: Progress | None = None,
+) -> None:
+    """Build every version of every report into ``out`` (and Markdown into ``src``), atomically."""
+    langs = langs or ["en", "zh"]
+    jobs = _jobs(report_files)
+    out, src = out.resolve(), src.resolve()
+    for directory in (out.parent, src):
+        directory.mkdir(parents=True, exist_ok=True)
+    steps = sum(len(job.config.versions) for job in jobs) * 3
+    task = progress.add_task("build", total=steps) if progress else None
+
+    def step(text: str) -> None:
+        if progress is not None and task is not None:
+            progress.update(task, advance=1, description=text)
+
+    with _scratch(out.parent, f".{out.name}-") as tmp_out, _scratch(src, ".build-") as tmp_src:
+        cache = InputCache()
+        for job in jobs:
+            base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
+            meta = report_meta(job.config, base_url, langs)
+            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src / job.config.id, step)
+        _write_index(tmp_out, jobs, langs[0])
+        for job in jobs:
+            _swap(tmp_src / job.config.id, src / job.config.id)
+        _swap(tmp_out, out)
+
+
+def _jobs(report_files: list[Path]) -> list[ReportJob]:
+    configs = [(Path(p), load_report(p)) for p in report_files]
+    ids = [config.id for _, config in configs]
+    for path, config in configs:
+        if ids.count(config.id) > 1:
+            raise InputError(path, f"report id {config.id!r} is used by another report of this build")
+        for index, version in enumerate(config.versions):
+            if not (version.runs or version.inputs.nsys or version.inputs.ncu or version.inputs.torch):
+                raise InputError(path, f"versions[{index}]: a sweep-only version cannot be built yet")
+    prefix = (lambda c: "") if len(configs) == 1 else (lambda c: f"{c.id}/")
+    return [ReportJob(path, config, prefix(config)) for path, config in configs]
+
+
+def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path, src: Path, step) -> None:
+    config = job.config
+    settings = AnalysisSettings(
+        top_n=config.top_n,
+        rule=config.classification.rule,
+        margin=config.classification.margin,
+        peaks=config.gpu.as_settings(),
+    )
+    previous = None
+    for version in config.versions:
+        step(f"{config.id}/{version.id}: reading inputs")
+        inputs = version_inputs(version, cache)
+        step(f"{config.id}/{version.id}: analyzing")
+        result = analyze_version(version.id, inputs, settings, previous)
+        step(f"{config.id}/{version.id}: rendering and building")
+        docs = src / version.id / "docs"
+        render_version(result, meta, docs, list(meta.langs))
+        mkdocs_yml = write_mkdocs_config(job.path, meta, version, docs.parent)
+        build_version_site(mkdocs_yml, out / version.id, version.date)
+        previous = result
+    (out / "versions.json").write_text(versions_json(meta), encoding="utf-8")
+    (out / "index.html").write_text(
+        _ENV.get_template("site/index.html.j2").render(
+            lang=meta.langs[0], links=[{"href": f"{meta.latest.id}/index.html", "title": meta.title[meta.langs[0]]}]
+        ),
+        encoding="utf-8",
+    )
+
+
+def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionConfig, version_dir: Path) -> Path:
+    """Write ``<version_dir>/mkdocs.yml`` for the docs already rendered into ``<version_dir>/docs``."""
+    docs = version_dir / "docs"
+    assets = sorted(p.relative_to(docs).as_posix() for p in (docs / "assets").rglob("*") if p.is_file())
+    text = _ENV.get_template("mkdocs.yml.j2").render(
+        report_file=report_file.name,
+        title=meta.title,
+        site_url=f"{meta.site_url}{version.id}/" if meta.site_url else None,
+        langs=list(meta.langs),
+        javascript=[a for a in assets if a.endswith(".js")],
+        stylesheets=[a for a in assets if a.endswith(".css")],
+    )
+    path = version_dir / "mkdocs.yml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) -> None:
+    """`mkdocs build --strict` of one version into ``site_dir``; InputError with the warnings if it fails."""
+    epoch = int(datetime.datetime.combine(date, datetime.time(), datetime.timezone.utc).timestamp())
+    collected = _WarningCollector()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(collected)
+    saved_epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
+    try:
+        config = load_config(config_file=str(mkdocs_yml), site_dir=str(site_dir), strict=True)
+        mkdocs_build(config)
+    except (MkDocsException, SystemExit) as exc:
+        problems = "; ".join(collected.messages) or str(exc)
+        raise InputError(mkdocs_yml, f"mkdocs build --strict failed: {problems}") from None
+    finally:
+        logger.removeHandler(collected)
+        if saved_epoch is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = saved_epoch
+
+
+class _WarningCollector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(" ".join(record.getMessage().split()))
+
+
+def versions_json(meta: ReportMeta) -> str:
+    """mike's versions.json: newest first, alias "latest" on the newest."""
+    entries = [
+        {"version": v.id, "title": v.title[meta.langs[0]], "aliases": ["latest"] if v is meta.latest else []}
+        for v in reversed(meta.versions)
+    ]
+    return json.dumps(entries, ensure_ascii=False, indent=2) + "\n"
+
+
+def _write_index(out: Path, jobs: list[ReportJob], lang: str) -> None:
+    if len(jobs) == 1:
+        return  # the report's own index.html (written into out/) is the site's
+    links = [{"href": f"{job.prefix}index.html", "title": job.config.title.model_dump()[lang]} for job in jobs]
+    (out / "index.html").write_text(
+        _ENV.get_template("site/index.html.j2").render(lang=lang, links=links), encoding="utf-8"
+    )
+
+
+@contextmanager
+def _scratch(parent: Path, prefix: str) -> Iterator[Path]:
+    """A fresh directory under ``parent``, removed afterwards unless it was swapped into place."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Put ``new`` in place of ``target`` with renames; the old tree is deleted only afterwards."""
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    shutil.rmtree(old, ignore_errors=True)
