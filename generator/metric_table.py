@@ -1,11 +1,30 @@
 """The one table of canonical per-launch metrics and where each comes from in ncu outputs.
 
-Readers look metrics up here; analyses and templates use the canonical ``name`` only.
-Units are canonical: ns, percent 0–100, bytes, FLOP, per-second rates.
+Readers look metrics up here (:func:`resolve`); analyses and templates use the canonical ``name``
+only. Units are canonical: ns, percent 0–100, bytes, FLOP, per-second rates.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from generator import units
+
+
+@dataclass(frozen=True)
+class Formula:
+    """``(Σ coefficient·metric) × Π factors × scale``, used only when every metric is present.
+
+    Operands are normalized first (:func:`generator.units.normalize`: time in ns, rates in Hz).
+    """
+
+    terms: tuple[tuple[float, str], ...]
+    factors: tuple[str, ...] = ()
+    scale: float = 1.0
+
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(name for _, name in self.terms) + self.factors
 
 
 @dataclass(frozen=True)
@@ -18,39 +37,232 @@ class CanonicalMetric:
     ncu_metrics: tuple[str, ...] = ()
     #: (section display name, metric display name) pairs of `--page details`, first present wins.
     ncu_details: tuple[tuple[str, str], ...] = ()
+    #: Derivations from raw ncu metrics, tried in order after ``ncu_metrics``.
+    ncu_formulas: tuple[Formula, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorDatapath:
+    """One tensor-core datapath: its operation counter and its dense (non-sparse) peak rate."""
+
+    label: str  # e.g. "bf16→fp32"
+    ops: str  # `.sum` of the generic path: FLOP executed on it
+    dense_peaks: tuple[str, ...]  # per-second dense peak metrics, first present wins
+
+
+SOL = "GPU Speed Of Light Throughput"
+MWA = "Memory Workload Analysis"
+OCC = "Occupancy"
+LAUNCH = "Launch Statistics"
+_PEAK = ".sum.peak_sustained_elapsed.per_second"
+_INST = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
+_PER_CYCLE = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
+_DURATION = "gpu__time_duration.sum"
+
+
+def _flop(fma: str, add: str, mul: str, weights: tuple[float, float, float]) -> tuple[Formula, ...]:
+    """FLOP of one precision as ncu's roofline sections count them, from whichever form exists:
+    instruction sums, or per-cycle rates × elapsed cycles (or × cycle rate × duration)."""
+    ops = (fma, add, mul)
+    sums = tuple(zip(weights, (_INST.format(op) for op in ops)))
+    rates = tuple(zip(weights, (_PER_CYCLE.format(op) for op in ops)))
+    return (
+        Formula(sums),
+        Formula(rates, ("smsp__cycles_elapsed.avg",)),
+        Formula(rates, ("smsp__cycles_elapsed.avg.per_second", _DURATION), 1e-9),
+    )
+
+
+def _peak(fma: str, flop_per_inst: float) -> tuple[Formula, ...]:
+    """Peak FLOP/s of one precision: FMA issue peak × FLOP per FMA × SM clock (roofline section)."""
+    return (Formula(((flop_per_inst, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained"),),
+                    ("sm__cycles_elapsed.avg.per_second",)),)
 
 
 CANONICAL_METRICS: tuple[CanonicalMetric, ...] = (
-    CanonicalMetric("duration_ns", "ns", "Duration", "耗时"),
-    CanonicalMetric("sm_throughput_pct", "%", "SM throughput", "SM 吞吐率"),
-    CanonicalMetric("dram_throughput_pct", "%", "DRAM throughput", "DRAM 吞吐率"),
-    CanonicalMetric("memory_throughput_pct", "%", "Memory throughput", "内存吞吐率"),
-    CanonicalMetric("memory_throughput_bytes_per_s", "byte/s", "Memory throughput", "内存吞吐量"),
-    CanonicalMetric("l1_hit_rate_pct", "%", "L1/TEX hit rate", "L1/TEX 命中率"),
-    CanonicalMetric("l1_throughput_pct", "%", "L1/TEX throughput", "L1/TEX 吞吐率"),
-    CanonicalMetric("l2_hit_rate_pct", "%", "L2 hit rate", "L2 命中率"),
-    CanonicalMetric("l2_throughput_pct", "%", "L2 throughput", "L2 吞吐率"),
-    CanonicalMetric("achieved_occupancy_pct", "%", "Achieved occupancy", "实际占用率"),
-    CanonicalMetric("theoretical_occupancy_pct", "%", "Theoretical occupancy", "理论占用率"),
-    CanonicalMetric("memory_busy_pct", "%", "Memory busy", "内存繁忙度"),
-    CanonicalMetric("max_bandwidth_pct", "%", "Max bandwidth", "最大带宽利用率"),
-    CanonicalMetric("dram_bytes", "byte", "DRAM bytes", "DRAM 字节数"),
-    CanonicalMetric("flop_fp64", "FLOP", "FP64 FLOP", "FP64 浮点运算"),
-    CanonicalMetric("flop_fp32", "FLOP", "FP32 FLOP", "FP32 浮点运算"),
-    CanonicalMetric("flop_fp16", "FLOP", "FP16 FLOP (non-tensor)", "FP16 浮点运算（非张量核）"),
+    CanonicalMetric("duration_ns", "ns", "Duration", "耗时",
+                    (_DURATION,), ((SOL, "Duration"),)),
+    CanonicalMetric("sm_throughput_pct", "%", "SM throughput", "SM 吞吐率",
+                    ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+                    ((SOL, "Compute (SM) Throughput"), (SOL, "SM [%]"))),
+    CanonicalMetric("dram_throughput_pct", "%", "DRAM throughput", "DRAM 吞吐率",
+                    ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                     "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+                    ((SOL, "DRAM Throughput"),)),
+    CanonicalMetric("memory_throughput_pct", "%", "Memory throughput", "内存吞吐率",
+                    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
+                    ((SOL, "Memory Throughput"), (SOL, "Memory [%]"))),
+    CanonicalMetric("memory_throughput_bytes_per_s", "byte/s", "Memory throughput", "内存吞吐量",
+                    ("dram__bytes.sum.per_second",), ((MWA, "Memory Throughput"),)),
+    CanonicalMetric("l1_hit_rate_pct", "%", "L1/TEX hit rate", "L1/TEX 命中率",
+                    ("l1tex__t_sector_hit_rate.pct",), ((MWA, "L1/TEX Hit Rate"),)),
+    CanonicalMetric("l1_throughput_pct", "%", "L1/TEX throughput", "L1/TEX 吞吐率",
+                    ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
+                    ((SOL, "L1/TEX Cache Throughput"),)),
+    CanonicalMetric("l2_hit_rate_pct", "%", "L2 hit rate", "L2 命中率",
+                    ("lts__t_sector_hit_rate.pct",), ((MWA, "L2 Hit Rate"),)),
+    CanonicalMetric("l2_throughput_pct", "%", "L2 throughput", "L2 吞吐率",
+                    ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
+                    ((SOL, "L2 Cache Throughput"),)),
+    CanonicalMetric("achieved_occupancy_pct", "%", "Achieved occupancy", "实际占用率",
+                    ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+                    ((OCC, "Achieved Occupancy"),)),
+    CanonicalMetric("theoretical_occupancy_pct", "%", "Theoretical occupancy", "理论占用率",
+                    ("sm__maximum_warps_per_active_cycle_pct",), ((OCC, "Theoretical Occupancy"),)),
+    CanonicalMetric("memory_busy_pct", "%", "Memory busy", "内存繁忙度",
+                    ("gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed",),
+                    ((MWA, "Mem Busy"),)),
+    CanonicalMetric("max_bandwidth_pct", "%", "Max bandwidth", "最大带宽利用率",
+                    ("gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed",),
+                    ((MWA, "Max Bandwidth"),)),
+    CanonicalMetric("dram_bytes", "byte", "DRAM bytes", "DRAM 字节数",
+                    ("dram__bytes.sum",), (),
+                    (Formula(((1, "dram__bytes_read.sum"), (1, "dram__bytes_write.sum"))),
+                     Formula(((1, "dram__bytes.sum.per_second"),), (_DURATION,), 1e-9))),
+    CanonicalMetric("flop_fp64", "FLOP", "FP64 FLOP", "FP64 浮点运算",
+                    ncu_formulas=_flop("dfma", "dadd", "dmul", (2, 1, 1))),
+    CanonicalMetric("flop_fp32", "FLOP", "FP32 FLOP", "FP32 浮点运算",
+                    ncu_formulas=_flop("ffma", "fadd", "fmul", (2, 1, 1))),
+    # HFMA2/HADD2/HMUL2 work on two halves: ncu's half-precision roofline weighs them 4, 2, 2.
+    CanonicalMetric("flop_fp16", "FLOP", "FP16 FLOP (non-tensor)", "FP16 浮点运算（非张量核）",
+                    ncu_formulas=_flop("hfma", "hadd", "hmul", (4, 2, 2))),
+    # Filled by resolve() from TENSOR_DATAPATHS.
     CanonicalMetric("flop_tensor", "FLOP", "Tensor-core FLOP", "张量核浮点运算"),
-    CanonicalMetric("peak_fp32_flop_per_s", "FLOP/s", "Peak FP32", "FP32 峰值"),
-    CanonicalMetric("peak_fp64_flop_per_s", "FLOP/s", "Peak FP64", "FP64 峰值"),
+    CanonicalMetric("peak_fp32_flop_per_s", "FLOP/s", "Peak FP32", "FP32 峰值",
+                    ncu_formulas=_peak("ffma", 2)),
+    CanonicalMetric("peak_fp64_flop_per_s", "FLOP/s", "Peak FP64", "FP64 峰值",
+                    ncu_formulas=_peak("dfma", 2)),
+    CanonicalMetric("peak_fp16_flop_per_s", "FLOP/s", "Peak FP16 (non-tensor)", "FP16 峰值（非张量核）",
+                    ncu_formulas=_peak("hfma", 4)),
+    # Filled by resolve() from TENSOR_DATAPATHS.
     CanonicalMetric("peak_tensor_flop_per_s", "FLOP/s", "Peak tensor (dense)", "张量核峰值（稠密）"),
-    CanonicalMetric("peak_dram_bytes_per_s", "byte/s", "Peak DRAM bandwidth", "DRAM 峰值带宽"),
-    CanonicalMetric("waves_per_sm", "count", "Waves per SM", "每 SM 波数"),
-    CanonicalMetric("grid_size", "count", "Grid size (blocks)", "网格大小（块）"),
-    CanonicalMetric("block_size", "count", "Block size (threads)", "块大小（线程）"),
-    CanonicalMetric("registers_per_thread", "count", "Registers per thread", "每线程寄存器"),
-    CanonicalMetric("shared_mem_per_block_bytes", "byte", "Shared memory per block", "每块共享内存"),
-    CanonicalMetric("sm_frequency_hz", "Hz", "SM frequency", "SM 频率"),
-    CanonicalMetric("elapsed_cycles", "count", "Elapsed cycles", "耗用周期"),
+    CanonicalMetric("peak_dram_bytes_per_s", "byte/s", "Peak DRAM bandwidth", "DRAM 峰值带宽",
+                    ncu_formulas=(Formula(((1, "dram__bytes.sum.peak_sustained"),),
+                                          ("dram__cycles_elapsed.avg.per_second",)),)),
+    CanonicalMetric("waves_per_sm", "count", "Waves per SM", "每 SM 波数",
+                    ("launch__waves_per_multiprocessor",), ((LAUNCH, "Waves Per SM"),)),
+    CanonicalMetric("grid_size", "count", "Grid size (blocks)", "网格大小（块）",
+                    ("launch__grid_size",), ((LAUNCH, "Grid Size"),)),
+    CanonicalMetric("block_size", "count", "Block size (threads)", "块大小（线程）",
+                    ("launch__block_size",), ((LAUNCH, "Block Size"),)),
+    CanonicalMetric("registers_per_thread", "count", "Registers per thread", "每线程寄存器",
+                    ("launch__registers_per_thread",), ((LAUNCH, "Registers Per Thread"),)),
+    CanonicalMetric("shared_mem_per_block_bytes", "byte", "Shared memory per block", "每块共享内存",
+                    ("launch__shared_mem_per_block",), (),
+                    (Formula(((1, "launch__shared_mem_per_block_static"),
+                              (1, "launch__shared_mem_per_block_dynamic"),
+                              (1, "launch__shared_mem_per_block_driver"))),)),
+    CanonicalMetric("sm_frequency_hz", "Hz", "SM frequency", "SM 频率",
+                    ("gpc__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second"),
+                    ((SOL, "SM Frequency"),)),
+    CanonicalMetric("elapsed_cycles", "count", "Elapsed cycles", "耗用周期",
+                    ("gpc__cycles_elapsed.max",), ((SOL, "Elapsed Cycles"),)),
 )
+
+#: Floating-point tensor-core datapaths (integer paths count OPs, not FLOP, and are left out).
+#: The generic path's own peak is the 2:4-sparse rate (twice the dense one), so dense peaks come
+#: from the per-instruction `sparsity_off` paths: hgmma (Hopper warpgroup MMA) before hmma.
+TENSOR_DATAPATHS: tuple[TensorDatapath, ...] = (
+    TensorDatapath("bf16→fp32", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+                   ("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off" + _PEAK,
+                    "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off" + _PEAK)),
+    TensorDatapath("fp16", "sm__ops_path_tensor_src_fp16.sum",
+                   ("sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off" + _PEAK,
+                    "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off" + _PEAK)),
+    TensorDatapath("tf32→fp32", "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+                   ("sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32_sparsity_off" + _PEAK,
+                    "sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32_sparsity_off" + _PEAK)),
+    TensorDatapath("fp8", "sm__ops_path_tensor_src_fp8_sparsity_off.sum", ()),
+    TensorDatapath("fp8 (2:4 sparse)", "sm__ops_path_tensor_src_fp8_sparsity_on.sum", ()),
+    TensorDatapath("fp64", "sm__ops_path_tensor_src_fp64.sum",
+                   ("sm__ops_path_tensor_src_fp64" + _PEAK,)),
+)
+
+#: Text column of kernel_metrics next to the canonical metrics: the datapaths of the tensor work,
+#: largest first ("bf16→fp32", "fp16+tf32→fp32"), None when the launch did none or it is unknown.
+TENSOR_DATAPATH_COLUMN = "tensor_datapath"
 
 METRICS_BY_NAME: dict[str, CanonicalMetric] = {m.name: m for m in CANONICAL_METRICS}
 CANONICAL_METRIC_NAMES: list[str] = [m.name for m in CANONICAL_METRICS]
+
+#: A raw ncu metric as (value text or number, unit text), or None when the input lacks it.
+RawLookup = Callable[[str], "tuple[str | float, str] | None"]
+#: A `--page details` metric by (section display name, metric display name).
+DetailLookup = Callable[[str, str], "tuple[str | float, str] | None"]
+
+
+def resolve(raw: RawLookup, detail: DetailLookup | None = None) -> dict[str, float | str | None]:
+    """Every canonical metric of one launch (NaN when absent) plus TENSOR_DATAPATH_COLUMN.
+
+    Raises ValueError naming the metric when a value or unit it needs cannot be read.
+    """
+    out: dict[str, float | str | None] = {}
+    for metric in CANONICAL_METRICS:
+        out[metric.name] = _one(metric, raw, detail)
+    flop, peak, label = _tensor(raw)
+    out["flop_tensor"], out["peak_tensor_flop_per_s"] = flop, peak
+    out[TENSOR_DATAPATH_COLUMN] = label
+    return out
+
+
+def _value(found: tuple[str | float, str], name: str) -> tuple[float, str]:
+    try:
+        return units.parse_number(found[0]), found[1]
+    except ValueError as exc:
+        raise ValueError(f"metric {name}: {exc}") from None
+
+
+def _convert(found: tuple[str | float, str], name: str, canonical: str) -> float:
+    value, unit = _value(found, name)
+    try:
+        return units.convert(value, unit, canonical)
+    except ValueError as exc:
+        raise ValueError(f"metric {name}: {exc}") from None
+
+
+def _normalized(raw: RawLookup, name: str) -> float | None:
+    found = raw(name)
+    if found is None:
+        return None
+    value, unit = _value(found, name)
+    try:
+        return units.normalize(value, unit)[0]
+    except ValueError as exc:
+        raise ValueError(f"metric {name}: {exc}") from None
+
+
+def _one(metric: CanonicalMetric, raw: RawLookup, detail: DetailLookup | None) -> float:
+    for name in metric.ncu_metrics:
+        if (found := raw(name)) is not None:
+            return _convert(found, name, metric.unit)
+    for formula in metric.ncu_formulas:
+        values = {name: _normalized(raw, name) for name in formula.metrics()}
+        if all(v is not None for v in values.values()):
+            total = sum(coef * values[name] for coef, name in formula.terms)
+            return math.prod((values[f] for f in formula.factors), start=total * formula.scale)
+    if detail is not None:
+        for section, label in metric.ncu_details:
+            if (found := detail(section, label)) is not None:
+                return _convert(found, f"{section} / {label}", metric.unit)
+    return math.nan
+
+
+def _tensor(raw: RawLookup) -> tuple[float, float, str | None]:
+    """(tensor FLOP, dense peak FLOP/s, datapath label) of one launch.
+
+    Without tensor work the peak is the first datapath's (bf16→fp32) dense peak: the tensor roof
+    of the device the launch ran on.
+    """
+    work: list[tuple[float, TensorDatapath]] = []
+    for path in TENSOR_DATAPATHS:
+        ops = _normalized(raw, path.ops)
+        if ops is not None and not math.isnan(ops):
+            work.append((ops, path))
+    if not work:
+        return math.nan, math.nan, None
+    busy = sorted((w for w in work if w[0] > 0), key=lambda w: -w[0])
+    label = "+".join(path.label for _, path in busy) or None
+    peak_path = busy[0][1] if busy else TENSOR_DATAPATHS[0]
+    peak = next((v for name in peak_path.dense_peaks
+                 if (v := _normalized(raw, name)) is not None), math.nan)
+    return sum(ops for ops, _ in work), peak, label

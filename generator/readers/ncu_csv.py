@@ -1,0 +1,307 @@
+"""Nsight Compute CSV exports, both layouts, sniffed from the header.
+
+* ``--page raw`` (wide): header row, units row, one row per launch, one column per metric.
+* ``--page details`` / ``--metrics`` (long): one row per metric; three known column sets
+  (ncu 2021.2, 2023.1, 2025). Metric rows may be cut short after ``Metric Value`` with a trailing
+  comma; rule rows (Rule Name filled, Metric Name empty) are not metrics and are skipped.
+
+Metric rows of the "Command line profiler metrics" section carry raw ncu names; other sections
+carry display names, looked up by (section, name) pairs of :mod:`generator.metric_table`.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from generator.errors import InputError
+from generator.metric_table import resolve
+from generator.model import Dataset, GpuInfo, Provenance
+from generator.readers.ncu_rep import kernel_metrics_frame
+from generator.units import parse_number
+
+_LAUNCH = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name"]
+_METRIC = ["Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+_RULE = ["Rule Name", "Rule Type", "Rule Description"]
+_LAUNCH_CONFIG = ["Context", "Stream", "Block Size", "Grid Size", "Device", "CC"]
+#: Column sets of `--page details` exports (NVTX columns aside), by the ncu version that wrote them.
+DETAILS_LAYOUTS: dict[str, frozenset[str]] = {
+    "2021.2": frozenset(_LAUNCH + ["Kernel Time", "Context", "Stream"] + _METRIC + _RULE),
+    "2023.1": frozenset(_LAUNCH + _LAUNCH_CONFIG + _METRIC),
+    "2025": frozenset(_LAUNCH + _LAUNCH_CONFIG + _METRIC + _RULE
+                      + ["Estimated Speedup Type", "Estimated Speedup"]),
+}
+_REQUIRED_DETAILS = ["ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+_REQUIRED_RAW = ["ID", "Kernel Name"]
+_HEAD = re.compile(rb'^(\xef\xbb\xbf)?"?ID"?,')
+
+
+def is_nvtx_column(name: str) -> bool:
+    """NVTX state columns ncu adds with --nvtx, e.g. `thread Domain:Push/Pop_Range:...`."""
+    return "Push/Pop_Range" in name or "Start/Stop_Range" in name
+
+
+class NcuCsvReader:
+    format = "ncu-csv"
+    description = "Nsight Compute CSV export (--page raw or --page details/--metrics)"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        return bool(_HEAD.match(head))
+
+    def read(self, path: Path, *, stage: str | None = None) -> Dataset:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        reader = csv.reader(io.StringIO(text))
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise InputError(path, "file is empty") from None
+        except csv.Error as exc:
+            raise InputError(path, f"line 1: {exc}") from None
+        try:
+            if "Metric Name" in header or "Metric Value" in header:
+                layout, launches, gpus = _read_details(header, reader)
+            else:
+                layout, launches, gpus = _read_raw(header, reader)
+        except _RowError as exc:
+            raise InputError(path, str(exc)) from None
+        if not launches:
+            raise InputError(path, "no launches (header only)")
+        rows = []
+        for launch in launches:
+            try:
+                rows.append(launch.row())
+            except ValueError as exc:
+                raise InputError(path, f"launch {launch.identity['launch_id']}: {exc}") from None
+        frame, notes = kernel_metrics_frame(rows, stage)
+        return Dataset(
+            provenance=Provenance(path=str(path), format=f"ncu-csv-{'raw' if layout == 'raw' else 'details'}",
+                                  format_version=f"ncu {layout} layout", notes=notes),
+            kernel_metrics=frame,
+            gpus=gpus,
+        )
+
+
+class _RowError(Exception):
+    """A problem at one line of the CSV (turned into InputError by the reader)."""
+
+
+@dataclasses.dataclass
+class _Launch:
+    """One launch: identity columns, raw metrics by name, details metrics by (section, name)."""
+
+    identity: dict
+    ranges: list[str]
+    raw: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    details: dict[tuple[str, str], tuple[str, str]] = dataclasses.field(default_factory=dict)
+
+    def row(self) -> dict:
+        row = dict(self.identity, _ranges=self.ranges)
+        row.update(resolve(self.raw.get, lambda section, name: self.details.get((section, name))))
+        return row
+
+
+def _column(header: list[str], names: list[str]) -> None:
+    for name in names:
+        if name not in header:
+            raise _RowError(f"missing column {name!r}")
+
+
+def _identity(cells: dict[str, str], nvtx: list[str], line: int) -> tuple[dict, list[str]]:
+    """Identity columns of one launch and the NVTX ranges around it (outer → inner)."""
+    try:
+        launch_id = int(parse_number(cells["ID"]))
+    except ValueError:
+        raise _RowError(f"line {line}: ID {cells['ID']!r} is not an integer") from None
+    ranges: list[str] = []
+    texts: list[str] = []
+    for column in nvtx:
+        text = cells.get(column, "").strip()
+        if text:
+            texts.append(text)
+            ranges.extend(nvtx_ranges(text))
+    device = cells.get("Device", "").strip()
+    return {
+        "launch_id": launch_id,
+        "name": cells["Kernel Name"],
+        "short_name": None,
+        "mangled_name": None,
+        "stage": ranges[-1] if ranges else None,
+        "nvtx": "; ".join(texts) or None,
+        "grid": cells.get("Grid Size") or None,
+        "block": cells.get("Block Size") or None,
+        "device": int(device) if device.isdigit() else None,
+        "cc": cells.get("CC") or None,
+        "process": cells.get("Process Name") or None,
+    }, ranges
+
+
+def nvtx_ranges(text: str) -> list[str]:
+    """Range names of one ncu NVTX cell: `615  "<domain>:name:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg" …`."""
+    names = []
+    for entry in re.findall(r'"([^"]*)"', text):
+        head = entry.rsplit(":", 6)[0]  # "<domain>:name" (the name may hold colons)
+        _, sep, name = head.partition(":")
+        if sep and name:
+            names.append(name)
+    return names
+
+
+def _read_raw(header: list[str], reader) -> tuple[str, list[_Launch], list[GpuInfo]]:
+    _column(header, _REQUIRED_RAW)
+    if len(set(header)) != len(header):
+        raise _RowError("unknown ncu CSV layout: repeated column names in a raw-page header")
+    try:
+        unit_row = next(reader)
+    except StopIteration:
+        raise _RowError("line 2: units row missing") from None
+    if len(unit_row) != len(header) or unit_row[header.index("ID")] != "":
+        raise _RowError("unknown ncu CSV layout: line 2 is not the raw page's units row")
+    units = dict(zip(header, unit_row))
+    nvtx = [c for c in header if is_nvtx_column(c)]
+    launches = []
+    for cells in _rows(reader, len(header), ragged_at=None):
+        named = dict(zip(header, cells))
+        identity, ranges = _identity(named, nvtx, reader.line_num)
+        launch = _Launch(identity, ranges)
+        launch.raw = {name: (value, units[name]) for name, value in named.items() if value != ""}
+        launches.append(launch)
+    return "raw", launches, _raw_gpus(launches)
+
+
+def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[GpuInfo]]:
+    _column(header, _REQUIRED_DETAILS)
+    columns = frozenset(c for c in header if not is_nvtx_column(c))
+    layout = next((name for name, cols in DETAILS_LAYOUTS.items() if cols == columns), None)
+    if layout is None or len(set(header)) != len(header):
+        known = ", ".join(DETAILS_LAYOUTS)
+        raise _RowError(f"unknown ncu CSV layout: columns {sorted(columns)} match none of ncu {known}")
+    nvtx = [c for c in header if is_nvtx_column(c)]
+    value_at = header.index("Metric Value")
+    launches: dict[int, _Launch] = {}
+    for cells in _rows(reader, len(header), ragged_at=value_at + 2):
+        named = dict(zip(header, cells))
+        if not named["Metric Name"]:
+            if named.get("Rule Name"):
+                continue  # a rule result, not a metric
+            raise _RowError(f"line {reader.line_num}: neither a metric nor a rule")
+        identity, ranges = _identity(named, nvtx, reader.line_num)
+        launch = launches.setdefault(identity["launch_id"], _Launch(identity, ranges))
+        if launch.identity["name"] != identity["name"]:
+            raise _RowError(f"line {reader.line_num}: ID {identity['launch_id']} names two kernels")
+        found = (named["Metric Value"], named["Metric Unit"])
+        launch.raw.setdefault(named["Metric Name"], found)
+        launch.details.setdefault((named["Section Name"], named["Metric Name"]), found)
+    gpus = {(l.identity["device"], l.identity["cc"]) for l in launches.values()
+            if l.identity["device"] is not None or l.identity["cc"] is not None}
+    return layout, list(launches.values()), [GpuInfo(index=d, compute_capability=cc)
+                                             for d, cc in sorted(gpus, key=str)]
+
+
+def _rows(reader, width: int, ragged_at: int | None):
+    """Data rows padded to ``width``; only the known raggedness is accepted: a metric row that
+    ends after Metric Value with a trailing comma (``ragged_at`` fields, the last one empty)."""
+    try:
+        for cells in reader:
+            if not cells:
+                continue
+            if len(cells) == width:
+                yield cells
+            elif ragged_at is not None and len(cells) == ragged_at and cells[-1] == "":
+                yield cells[:-1] + [""] * (width - ragged_at + 1)
+            else:
+                raise _RowError(f"line {reader.line_num}: {len(cells)} fields, expected {width}")
+    except csv.Error as exc:
+        raise _RowError(f"line {reader.line_num}: {exc}") from None
+
+
+def _attr(launch: _Launch, name: str) -> float | None:
+    found = launch.raw.get(f"device__attribute_{name}")
+    if found is None:
+        return None
+    try:
+        value = parse_number(found[0])
+    except ValueError:
+        return None
+    return None if math.isnan(value) else value
+
+
+def _raw_gpus(launches: list[_Launch]) -> list[GpuInfo]:
+    """Devices from the raw page's `device__attribute_*` columns (or Device/CC alone)."""
+    gpus: dict[int | None, GpuInfo] = {}
+    for launch in launches:
+        device = launch.identity["device"]
+        if device in gpus:
+            continue
+        name = launch.raw.get("device__attribute_display_name")
+        mem_khz, bus_bits = _attr(launch, "memory_clock_rate"), _attr(launch, "global_memory_bus_width")
+        sm_khz = _attr(launch, "clock_rate")
+        sm_count, total = _attr(launch, "multiprocessor_count"), _attr(launch, "total_memory")
+        gpus[device] = GpuInfo(
+            name=name[0] if name else None,
+            index=device,
+            compute_capability=launch.identity["cc"],
+            sm_count=int(sm_count) if sm_count is not None else None,
+            memory_bytes=int(total) if total is not None else None,
+            # Double data rate × bus width, as CUDA's deviceQuery derives it.
+            memory_bandwidth_bytes_per_s=2 * mem_khz * 1e3 * bus_bits / 8 if mem_khz and bus_bits else None,
+            sm_clock_hz=sm_khz * 1e3 if sm_khz else None,
+            memory_clock_hz=mem_khz * 1e3 if mem_khz else None,
+        )
+    return list(gpus.values())
+
+
+def read_many(paths: list[str | Path], *, stage: str | None = None) -> Dataset:
+    """Several ncu files (CSV or .ncu-rep, `.xz` too) as one Dataset.
+
+    A file whose launch IDs collide with earlier ones is renumbered after the largest ID so far,
+    so launch ids stay unique; the provenance lists every file.
+    """
+    from generator.readers.base import read
+
+    if not paths:
+        raise InputError(".", "no ncu files given")
+    frames, gpus, sources = [], [], []
+    for path in paths:
+        dataset = read(path, stage=stage)
+        frame = dataset.kernel_metrics
+        if frames and frame is not None and not frame.empty:
+            seen = pd.concat([f["launch_id"] for f in frames])
+            if frame["launch_id"].isin(seen).any():
+                frame = frame.assign(launch_id=frame["launch_id"] - frame["launch_id"].min() + seen.max() + 1)
+        if frame is not None:
+            frames.append(frame)
+        gpus.extend(g for g in dataset.gpus if g not in gpus)
+        sources.append(f"{dataset.provenance.path} ({dataset.provenance.format_version})")
+    first = Path(paths[0])
+    return Dataset(
+        provenance=Provenance(path=str(first.parent if len(paths) > 1 else first), format="ncu-csv",
+                              format_version=None, notes=tuple(sources)),
+        kernel_metrics=pd.concat(frames, ignore_index=True) if frames else None,
+        gpus=gpus,
+    )
+
+
+def read_ncu_dir(path: str | Path, *, stage: str | None = None) -> Dataset:
+    """Every per-kernel export under ``path`` (`kernel_*/ncu.details.csv`, `.xz` too), in name order."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError(path, "not a directory")
+    files = sorted(p for pattern in ("kernel_*/ncu.details.csv", "kernel_*/ncu.details.csv.xz")
+                   for p in path.glob(pattern))
+    if not files:
+        raise InputError(path, "no kernel_*/ncu.details.csv files")
+    dataset = read_many(files, stage=stage)
+    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path))
+    return dataset
+
+
+READER = NcuCsvReader()
