@@ -1,13 +1,14 @@
 """`python -m generator COMMAND`: each command lives in generator/commands/<name>.py.
 
 A command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
-Bad input raises :class:`generator.errors.InputError`; it is printed as one line and exits 2
-(``--debug`` shows the traceback instead).
+Bad input raises :class:`generator.errors.InputError` (an OSError or UnicodeDecodeError on a file is
+treated alike); it is printed as one line and exits 2 (``--debug`` shows the traceback instead).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -36,8 +37,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv or ["build"])
     try:
         return args.run(args)
-    except InputError as exc:
+    except BrokenPipeError:  # stdout piped into e.g. `head`, which stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (InputError, OSError, UnicodeDecodeError) as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def _one_line(exc: Exception) -> str:
+    """``PATH: problem`` for our errors and for OS/decoding errors the commands did not catch."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"an input is not valid {exc.encoding} text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
