@@ -71,6 +71,19 @@ NVTX_SUMMARY_COLUMNS: list[str] = [
     "time_pct",
 ]
 
+#: Per CUDA API function: the numbers `nsys stats --report cuda_api_sum` prints.
+API_SUMMARY_COLUMNS: list[str] = [
+    "name",
+    "count",
+    "total_ns",
+    "avg_ns",
+    "med_ns",
+    "min_ns",
+    "max_ns",
+    "stddev_ns",
+    "time_pct",
+]
+
 
 @dataclass(frozen=True)
 class GpuInfo:
@@ -107,6 +120,7 @@ class Dataset:
     kernel_metrics: pd.DataFrame | None = None  # KERNEL_METRICS_ID_COLUMNS + canonical metrics
     nvtx_summary: pd.DataFrame | None = None  # NVTX_SUMMARY_COLUMNS
     memcpy_summary: pd.DataFrame | None = None  # MEMCPY_SUMMARY_COLUMNS
+    api_summary: pd.DataFrame | None = None  # API_SUMMARY_COLUMNS
     gpus: list[GpuInfo] = field(default_factory=list)
 
     @property
