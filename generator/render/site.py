@@ -32,7 +32,8 @@ from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.config import ReportConfig, ReportMeta, VersionConfig, load_report, report_meta
 from generator.errors import InputError
 from generator.inputs import InputCache, version_inputs
-from generator.render.pages import render_version
+from generator.render.assets import MODULE as CHARTS_MODULE
+from generator.render.pages import page_file, page_names, render_version
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _ENV = jinja2.Environment(
@@ -116,7 +117,8 @@ def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path
         step(f"{config.id}/{version.id}: rendering and building")
         docs = src / version.id / "docs"
         render_version(result, meta, docs, list(meta.langs))
-        mkdocs_yml = write_mkdocs_config(job.path, meta, version, docs.parent)
+        nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
+        mkdocs_yml = write_mkdocs_config(job.path, meta, version, docs.parent, nav)
         build_version_site(mkdocs_yml, out / version.id, version.date)
         previous = result
     (out / "versions.json").write_text(versions_json(meta), encoding="utf-8")
@@ -128,17 +130,17 @@ def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path
     )
 
 
-def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionConfig, version_dir: Path) -> Path:
-    """Write ``<version_dir>/mkdocs.yml`` for the docs already rendered into ``<version_dir>/docs``."""
+def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionConfig, version_dir: Path,
+                        nav: list[str]) -> Path:
+    """Write ``<version_dir>/mkdocs.yml`` for the pages (``nav``: files in order) in ``<version_dir>/docs``."""
     docs = version_dir / "docs"
-    assets = sorted(p.relative_to(docs).as_posix() for p in (docs / "assets").rglob("*") if p.is_file())
     text = _ENV.get_template("mkdocs.yml.j2").render(
         report_file=report_file.name,
         title=meta.title,
         site_url=f"{meta.site_url}{version.id}/" if meta.site_url else None,
         langs=list(meta.langs),
-        javascript=[a for a in assets if a.endswith(".js")],
-        stylesheets=[a for a in assets if a.endswith(".css")],
+        nav=nav,
+        javascript=[CHARTS_MODULE.as_posix()] if (docs / CHARTS_MODULE).is_file() else [],
     )
     path = version_dir / "mkdocs.yml"
     path.write_text(text, encoding="utf-8")

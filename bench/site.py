@@ -1,0 +1,67 @@
+"""Benchmark (not a test): wall time of a full EN+ZH build of a 2-version report; target ≤ 20 s.
+
+    .venv/bin/python bench/site.py [REPORT.yaml]
+
+Without an argument it builds the bundled example when it has two or more versions, else a
+2-version report over the real H200 capture in tests/data/h200-small (v1: prefill ncu report,
+v2: prefill report + decode raw CSV). Prints the time, the versions, pages and charts built.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from generator.commands.build import EXAMPLE  # noqa: E402
+from generator.config import load_report  # noqa: E402
+from generator.render.site import build_site  # noqa: E402
+
+TARGET_S = 20.0
+H200 = ROOT / "tests" / "data" / "h200-small"
+TWO_VERSIONS = f"""
+id: bench-h200
+title: {{en: "Small VLM kernel profile (H200)", zh: "小型视觉语言模型内核分析（H200）"}}
+versions:
+  - id: v1
+    title: {{en: V1, zh: 第一版}}
+    date: 2026-11-20
+    inputs:
+      nsys: [{{path: {H200}/small_vlm.nsys.sqlite.xz}}, {{path: {H200}/small_vlm.nsys.sqlite.xz, stage: prefill}}]
+      ncu: [{H200}/small_vlm_prefill.ncu-rep.xz]
+  - id: v2
+    title: {{en: V2, zh: 第二版}}
+    date: 2026-11-21
+    inputs:
+      nsys: [{{path: {H200}/small_vlm.nsys.sqlite.xz}}, {{path: {H200}/small_vlm.nsys.sqlite.xz, stage: prefill}},
+             {{path: {H200}/small_vlm.nsys.sqlite.xz, stage: decode}}]
+      ncu: [{H200}/small_vlm_prefill.ncu-rep.xz, {H200}/small_vlm_decode_ncu_raw.csv.xz]
+"""
+
+
+def main(argv: list[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="bench-site-") as tmp:
+        work = Path(tmp)
+        if argv:
+            report = Path(argv[0])
+        elif len(load_report(EXAMPLE).versions) >= 2:
+            report = EXAMPLE
+        else:
+            report = work / "report.yaml"
+            report.write_text(TWO_VERSIONS, encoding="utf-8")
+        start = time.perf_counter()
+        build_site([report], work / "site", work / "site_src", langs=["en", "zh"])
+        seconds = time.perf_counter() - start
+        pages = list((work / "site").rglob("*.html"))
+        charts = sum(p.read_text(encoding="utf-8").count('class="kr-chart"') for p in pages)
+        versions = len(load_report(report).versions)
+        print(f"{report}: {versions} versions, {len(pages)} HTML pages, {charts} chart embeds (EN+ZH)")
+        print(f"full build: {seconds:.1f} s (target ≤ {TARGET_S:.0f} s) — {'OK' if seconds <= TARGET_S else 'SLOW'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
