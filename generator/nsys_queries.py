@@ -1,0 +1,230 @@
+"""SQL over nsys SQLite exports (schemas 2020.3 … 2025.x) and the nsys names our tables normalize.
+
+Summaries are computed the way ``nsys stats`` reports do (group by name; count, total, mean,
+median, min, max, sample stddev) but in one pass over the events: every event is folded into a
+temporary histogram of (group, key, duration) → occurrences with an upsert, and the statistics,
+the median included, come from that small histogram. The input file is only read.
+"""
+from __future__ import annotations
+
+import re
+
+#: NVTX_EVENTS.eventType values of ranges, as nsys' nvtx_sum report selects them.
+NVTX_RANGE_STYLES: dict[int, str] = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
+NVTX_DOMAIN_CREATE = 75
+_RANGE_TYPES = ", ".join(str(t) for t in NVTX_RANGE_STYLES)
+
+#: CUPTI memcpy kinds (CUPTI_ACTIVITY_KIND_MEMCPY.copyKind) → normalized operation.
+MEMCPY_KINDS: dict[int, str] = {
+    0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+    8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD",
+}
+MEMSET = "memset"
+_SPELLED = {"Host": "H", "Device": "D", "Array": "A", "Peer": "P"}
+
+
+def memcpy_operation(label: str) -> str:
+    """``[CUDA memcpy HtoD]``, ``[CUDA memcpy Host-to-Device]``, ``[CUDA memset]`` → HtoD / memset."""
+    text = label.strip().strip("[]").strip()
+    if "memset" in text.lower():
+        return MEMSET
+    text = re.sub(r"(Host|Device|Array|Peer)-to-(Host|Device|Array|Peer)",
+                  lambda m: f"{_SPELLED[m[1]]}to{_SPELLED[m[2]]}", text)
+    unified = "Unified" in text
+    match = re.search(r"\b([HDAP]to[HDAP])\b", text)
+    if not match:
+        return text
+    return f"UVM {match[1]}" if unified else match[1]
+
+
+# --- the one-pass summary ----------------------------------------------------------------------
+
+CREATE_HIST = """
+CREATE TEMP TABLE hist (grp TEXT NOT NULL, key NOT NULL, aux NOT NULL, d INTEGER NOT NULL,
+                        n INTEGER NOT NULL, PRIMARY KEY (grp, key, aux, d)) WITHOUT ROWID
+"""
+DROP_HIST = "DROP TABLE IF EXISTS temp.hist"
+
+
+def fill_hist(source: str) -> str:
+    """Fold the rows (grp, key, aux, d) of ``source`` into temp.hist; one read of the source.
+
+    ``aux`` rides along with ``key`` (a kernel's short name with its demangled name).
+    """
+    return f"""
+INSERT INTO temp.hist (grp, key, aux, d, n)
+SELECT grp, key, aux, d, 1 FROM ({source}) WHERE d IS NOT NULL
+ON CONFLICT (grp, key, aux, d) DO UPDATE SET n = n + 1
+"""
+
+
+#: Per (grp, key, aux): count, total, avg, med, min, max, variance (sample; 0 for one event).
+#: The median is the mean of the two middle values for even counts, as nsys prints it.
+HIST_STATS = """
+WITH c AS (
+    SELECT grp, key, aux, d, n,
+           sum(n) OVER (PARTITION BY grp, key, aux ORDER BY d ROWS UNBOUNDED PRECEDING) AS cum,
+           sum(n) OVER (PARTITION BY grp, key, aux) AS cnt
+    FROM temp.hist
+), s AS (
+    SELECT grp, key, aux, max(cnt) AS count, sum(d * n) AS total, min(d) AS min, max(d) AS max,
+           (min(CASE WHEN cum >= (cnt + 1) / 2 THEN d END)
+            + min(CASE WHEN cum >= cnt / 2 + 1 THEN d END)) / 2.0 AS med
+    FROM c GROUP BY grp, key, aux
+), v AS (
+    SELECT h.grp, h.key, h.aux,
+           sum(h.n * (h.d - s.total * 1.0 / s.count) * (h.d - s.total * 1.0 / s.count)) AS ss
+    FROM temp.hist AS h JOIN s ON s.grp = h.grp AND s.key = h.key AND s.aux = h.aux
+    GROUP BY h.grp, h.key, h.aux
+)
+SELECT s.grp, s.key, s.aux, s.count, s.total, s.total * 1.0 / s.count AS avg, s.med, s.min, s.max,
+       CASE WHEN s.count > 1 THEN v.ss / (s.count - 1) ELSE 0.0 END AS var
+FROM s JOIN v ON v.grp = s.grp AND v.key = s.key AND v.aux = s.aux
+"""
+
+# --- sources (grp, key, d) ---------------------------------------------------------------------
+
+KERNELS_ALL = """
+SELECT ? AS grp, demangledName AS key, shortName AS aux, end - start AS d
+FROM CUPTI_ACTIVITY_KIND_KERNEL"""
+
+#: Kernels whose launch call (runtime API, same process, same correlationId) is in temp.stage_calls.
+KERNELS_IN_STAGES = """
+SELECT c.stage AS grp, k.demangledName AS key, k.shortName AS aux, k.end - k.start AS d
+FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
+"""
+
+RUNTIME_ALL = "SELECT '' AS grp, nameId AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+
+MEMCPY_TIMES = "SELECT '' AS grp, copyKind AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TIMES = "SELECT '' AS grp, -1 AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_MEMSET"
+MEMCPY_BYTES = "SELECT copyKind AS key, sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind"
+MEMSET_BYTES = "SELECT -1 AS key, sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET"
+
+
+#: An NVTX event's name: inline ``text`` or a registered string (``textId`` → StringIds).
+_NAME = "coalesce(ne.text, sid.value, '')"
+_NAME_JOIN = "LEFT JOIN StringIds AS sid ON sid.id = ne.textId"
+
+
+#: Named NVTX domains per process (nvtxDomainCreate events) and the ``domain:name`` of a range.
+_DOMAINS = f"""domains AS (
+    SELECT domainId AS id, globalTid & 0x0000FFFFFF000000 AS pid, min(text) AS name
+    FROM NVTX_EVENTS WHERE eventType = {NVTX_DOMAIN_CREATE} GROUP BY 1, 2
+)"""
+_DOMAIN_JOIN = "LEFT JOIN domains AS dom ON dom.id = ne.domainId AND dom.pid = (ne.globalTid & 0x0000FFFFFF000000)"
+_FULL_NAME = f"CASE WHEN dom.name IS NOT NULL THEN dom.name || ':' || {_NAME} ELSE {_NAME} END"
+
+
+def nvtx_ranges() -> str:
+    """NVTX ranges as (grp=style, key=name, aux, d), named ``domain:name`` in named domains as
+    nvtx_sum does. A range without an end lasts until the last NVTX timestamp, as nsys counts it.
+    """
+    styles = " ".join(f"WHEN {t} THEN '{s}'" for t, s in NVTX_RANGE_STYLES.items())
+    return f"""
+WITH {_DOMAINS}, last AS (SELECT max(max(start), coalesce(max(end), 0)) AS t FROM NVTX_EVENTS)
+SELECT CASE ne.eventType {styles} END AS grp, {_FULL_NAME} AS key, 0 AS aux,
+       coalesce(ne.end, (SELECT t FROM last)) - ne.start AS d
+FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+WHERE ne.eventType IN ({_RANGE_TYPES})
+"""
+
+
+# --- NVTX stage restriction --------------------------------------------------------------------
+
+CREATE_WANTED = "CREATE TEMP TABLE wanted (stage TEXT PRIMARY KEY)"
+
+
+def create_stage_ranges() -> str:
+    """temp.stage_ranges: the wanted ranges per (stage, thread), overlapping ones merged.
+
+    A stage names a range by its text (any domain) or as ``domain:name``.
+
+    Merging nested or overlapping ranges of one name makes the intervals disjoint, so a call lies
+    in at most one and is counted once; ``inst`` numbers the merged intervals.
+    """
+    return f"""
+CREATE TEMP TABLE stage_ranges AS
+WITH {_DOMAINS}, r AS (
+    SELECT w.stage AS stage, ne.globalTid AS tid, ne.start AS start, ne.end AS end
+    FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+    JOIN temp.wanted AS w ON w.stage IN ({_NAME}, {_FULL_NAME})
+    WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
+), o AS (
+    SELECT *, max(end) OVER (PARTITION BY stage, tid ORDER BY start, end
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM r
+), g AS (
+    SELECT *, sum(CASE WHEN reach IS NULL OR start > reach THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY stage, tid ORDER BY start, end ROWS UNBOUNDED PRECEDING) AS inst
+    FROM o
+)
+SELECT stage, tid, inst, min(start) AS start, max(end) AS end FROM g GROUP BY stage, tid, inst
+"""
+
+
+INDEX_STAGE_RANGES = "CREATE INDEX temp.stage_ranges_at ON stage_ranges (stage, tid, start)"
+
+#: temp.stage_calls: runtime API calls that start inside a merged range of the stage on their
+#: thread. Merged ranges are disjoint, so only the latest one starting before the call can hold it.
+CREATE_STAGE_CALLS = """
+CREATE TEMP TABLE stage_calls AS
+SELECT w.stage AS stage, r.correlationId AS corr, r.globalTid >> 24 AS pid, g.inst AS inst
+FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+CROSS JOIN temp.wanted AS w
+JOIN temp.stage_ranges AS g ON g.rowid = (
+    SELECT h.rowid FROM temp.stage_ranges AS h
+    WHERE h.stage = w.stage AND h.tid = r.globalTid AND h.start <= r.start
+    ORDER BY h.start DESC LIMIT 1)
+WHERE r.correlationId IS NOT NULL AND g.end >= r.start
+"""
+INDEX_STAGE_CALLS = "CREATE INDEX temp.stage_calls_corr ON stage_calls (corr, pid)"
+
+# --- GPU timeline per stage (sweep analysis) -----------------------------------------------------
+
+
+def timeline(staged: bool) -> str:
+    """Per (stage, device): launches, kernel time, busy time, idle gaps and wall span.
+
+    Within one stage instance (a merged NVTX range, or the whole capture) kernels are ordered by
+    start per device; a gap is the time from the latest end so far (LAG of the running max, so
+    overlapping streams do not count as idle) to the next start, counted when positive.
+    """
+    if staged:
+        source = """
+SELECT c.stage AS stage, c.inst AS inst, k.deviceId AS device, k.start AS start, k.end AS end
+FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24"""
+    else:
+        source = """
+SELECT ? AS stage, 0 AS inst, deviceId AS device, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"""
+    return f"""
+WITH k AS ({source}
+), r AS (
+    SELECT *, max(end) OVER (PARTITION BY stage, inst, device ORDER BY start, end
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM k
+), g AS (
+    SELECT *, CASE WHEN start > reach THEN start - reach END AS gap FROM r
+), gaps AS (
+    SELECT stage, device, gap,
+           row_number() OVER (PARTITION BY stage, device ORDER BY gap) AS rn,
+           count(*) OVER (PARTITION BY stage, device) AS cnt
+    FROM g WHERE gap IS NOT NULL
+), med AS (
+    SELECT stage, device, avg(gap) AS idle_med_ns FROM gaps
+    WHERE rn IN ((cnt + 1) / 2, cnt / 2 + 1) GROUP BY stage, device
+), inst AS (
+    SELECT stage, device, inst, count(*) AS launches, sum(end - start) AS kernel_ns,
+           coalesce(sum(gap), 0) AS idle_ns, count(gap) AS idle_count,
+           max(end) - min(start) AS span_ns
+    FROM g GROUP BY stage, inst, device
+)
+SELECT i.stage, i.device, sum(i.launches) AS launches, sum(i.kernel_ns) AS kernel_ns,
+       sum(i.span_ns) - sum(i.idle_ns) AS busy_ns, sum(i.idle_ns) AS idle_ns,
+       sum(i.idle_count) AS idle_count, m.idle_med_ns, sum(i.span_ns) AS span_ns,
+       count(*) AS instances
+FROM inst AS i LEFT JOIN med AS m ON m.stage = i.stage AND m.device = i.device
+GROUP BY i.stage, i.device
+"""

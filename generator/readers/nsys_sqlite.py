@@ -1,0 +1,304 @@
+"""Nsight Systems SQLite exports (``nsys export --type sqlite``), schemas 2020.3 … 2025.x.
+
+The numbers equal those of ``nsys stats`` reports (cuda_gpu_kern_sum, nvtx_sum, cuda_api_sum,
+cuda_gpu_mem_time_sum / size_sum); ``stage`` works like ``--filter-nvtx``. Everything is
+aggregated inside SQLite (see :mod:`generator.nsys_queries`); the file is opened read-only.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from generator import nsys_queries as q
+from generator.errors import InputError
+from generator.model import (
+    ALL_STAGES,
+    API_SUMMARY_COLUMNS,
+    KERNEL_SUMMARY_COLUMNS,
+    MEMCPY_SUMMARY_COLUMNS,
+    NVTX_SUMMARY_COLUMNS,
+    Dataset,
+    GpuInfo,
+    Provenance,
+)
+from generator.readers.base import sha256_of
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+#: Per (stage, device) GPU timeline figures of :func:`stage_timeline` (ns; counts as int).
+TIMELINE_COLUMNS: list[str] = [
+    "stage",
+    "device",  # CUDA device id
+    "launches",  # kernels in the stage
+    "kernel_ns",  # sum of kernel durations
+    "busy_ns",  # time at least one kernel ran (span minus idle)
+    "idle_ns",  # sum of gaps with no kernel running between consecutive kernels
+    "idle_count",  # number of such gaps
+    "idle_med_ns",  # median gap (NaN without gaps)
+    "span_ns",  # first kernel start to last kernel end, summed over the stage's range instances
+    "instances",  # merged NVTX ranges of the stage that hold kernels (1 for ALL_STAGES)
+]
+
+_STATS = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
+
+
+class _Capture:
+    """An open, read-only nsys export: the connection and the tables it has."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self.conn = conn
+        self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if KERNEL_TABLE not in self.tables or "StringIds" not in self.tables:
+            raise InputError(path, f"nsys export without {KERNEL_TABLE} (profile with --trace=cuda)")
+
+    def columns(self, table: str) -> set[str]:
+        return {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+
+    def strings(self, ids: Sequence[int]) -> dict[int, str]:
+        found: dict[int, str] = {}
+        unique = sorted({int(i) for i in ids})
+        for at in range(0, len(unique), 500):
+            chunk = unique[at:at + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self.conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", chunk))
+        return found
+
+    def stats(self, source: str, params: Sequence[object] = ()) -> pd.DataFrame:
+        """count/total/avg/med/min/max/stddev per (grp, key, aux) of a (grp, key, aux, d) source."""
+        self.conn.execute(q.DROP_HIST)
+        self.conn.execute(q.CREATE_HIST)
+        self.conn.execute(q.fill_hist(source), params)
+        rows = self.conn.execute(q.HIST_STATS).fetchall()
+        self.conn.execute(q.DROP_HIST)
+        frame = pd.DataFrame(rows, columns=["grp", "key", "aux", *_STATS[:-1], "var"])
+        frame["stddev_ns"] = np.sqrt(frame.pop("var").astype(float))
+        for col in _STATS[1:]:
+            frame[col] = frame[col].astype(float)
+        frame["count"] = frame["count"].astype("int64")
+        return frame
+
+    @contextmanager
+    def staged(self, stages: Sequence[str]) -> Iterator[None]:
+        """temp.stage_calls for ``stages`` while inside; InputError for a range with no launches."""
+        if "NVTX_EVENTS" not in self.tables:
+            raise InputError(self.path, f"NVTX range {stages[0]!r} not found (capture has no NVTX trace)")
+        self.conn.execute(q.CREATE_WANTED)
+        self.conn.executemany("INSERT OR IGNORE INTO temp.wanted VALUES (?)", [(s,) for s in stages])
+        self.conn.execute(q.create_stage_ranges())
+        self.conn.execute(q.INDEX_STAGE_RANGES)
+        self.conn.execute(q.CREATE_STAGE_CALLS)
+        self.conn.execute(q.INDEX_STAGE_CALLS)
+        try:
+            ranged = {r[0] for r in self.conn.execute("SELECT DISTINCT stage FROM temp.stage_ranges")}
+            for stage in stages:
+                if stage not in ranged:
+                    raise InputError(self.path, f"NVTX range {stage!r} not found")
+            yield
+        finally:
+            for table in ("stage_calls", "stage_ranges", "wanted"):
+                self.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+@contextmanager
+def _open(path: str | Path) -> Iterator[_Capture]:
+    """Open an nsys export read-only; every SQLite failure becomes a one-line InputError."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror})") from None
+    if head != SQLITE_MAGIC:
+        raise InputError(path, "not an SQLite file")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        conn.execute("PRAGMA temp_store = MEMORY")
+        yield _Capture(path, conn)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(path, f"unreadable nsys SQLite export ({exc})") from None
+    finally:
+        conn.close()
+
+
+def _stage_list(stages: Sequence[str] | None) -> list[str]:
+    chosen = [ALL_STAGES] if stages is None else list(dict.fromkeys(stages))
+    if not chosen:
+        raise ValueError("stages must name at least one stage (or be None)")
+    return chosen
+
+
+def _kernel_summary(cap: _Capture, stages: Sequence[str] | None) -> pd.DataFrame:
+    chosen = _stage_list(stages)
+    named = [s for s in chosen if s != ALL_STAGES]
+    parts = []
+    if ALL_STAGES in chosen:
+        parts.append(cap.stats(q.KERNELS_ALL, (ALL_STAGES,)))
+    if named:
+        with cap.staged(named):
+            parts.append(cap.stats(q.KERNELS_IN_STAGES))
+    frame = pd.concat(parts, ignore_index=True)
+    for stage in named:
+        if not (frame["grp"] == stage).any():
+            raise InputError(cap.path, f"NVTX range {stage!r} contains no kernel launches")
+    names = cap.strings([*frame["key"], *frame["aux"]])
+    frame["stage"] = frame.pop("grp")
+    frame["name"] = [names.get(int(k)) for k in frame.pop("key")]
+    frame["short_name"] = [names.get(int(k)) for k in frame.pop("aux")]
+    frame["time_pct"] = frame["total_ns"] * 100.0 / frame.groupby("stage")["total_ns"].transform("sum")
+    order = {s: i for i, s in enumerate(chosen)}
+    frame = frame.sort_values(["stage", "total_ns", "name"], key=_stage_then(order), ascending=[True, False, True])
+    return frame[KERNEL_SUMMARY_COLUMNS].reset_index(drop=True)
+
+
+def _stage_then(order: dict[str, int]):
+    def key(col: pd.Series) -> pd.Series:
+        return col.map(order) if col.name == "stage" else col
+    return key
+
+
+def kernel_summary(path: str | Path, stages: Sequence[str] | None = None) -> pd.DataFrame:
+    """cuda_gpu_kern_sum rows for each stage (an NVTX range name; ALL_STAGES = no restriction).
+
+    ``stages=None`` means ``[ALL_STAGES]``. A range that is missing or holds no kernel launch
+    raises InputError naming the file and the range.
+    """
+    with _open(path) as cap:
+        return _kernel_summary(cap, stages)
+
+
+def stage_timeline(path: str | Path, stages: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per stage and device: launches, kernel/busy/idle time, idle gaps and span (TIMELINE_COLUMNS)."""
+    chosen = _stage_list(stages)
+    named = [s for s in chosen if s != ALL_STAGES]
+    with _open(path) as cap:
+        rows = []
+        if ALL_STAGES in chosen:
+            rows += cap.conn.execute(q.timeline(staged=False), (ALL_STAGES,)).fetchall()
+        if named:
+            with cap.staged(named):
+                rows += cap.conn.execute(q.timeline(staged=True)).fetchall()
+                found = {r[0] for r in rows}
+                for stage in named:
+                    if stage not in found:
+                        raise InputError(cap.path, f"NVTX range {stage!r} contains no kernel launches")
+    frame = pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
+    frame["idle_med_ns"] = frame["idle_med_ns"].astype(float)
+    order = {s: i for i, s in enumerate(chosen)}
+    frame = frame.sort_values(["stage", "device"], key=_stage_then(order))
+    return frame.reset_index(drop=True)
+
+
+def nvtx_stages(path: str | Path) -> list[str]:
+    """Names of the NVTX ranges in the capture, in order of first start (for stage lists)."""
+    with _open(path) as cap:
+        if "NVTX_EVENTS" not in cap.tables:
+            return []
+        sql = q.nvtx_ranges() + " ORDER BY ne.start"
+        return list(dict.fromkeys(r[1] for r in cap.conn.execute(sql) if r[1]))
+
+
+def _summary(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Finish an unrestricted summary: time share over all rows, sorted by total time."""
+    frame["time_pct"] = frame["total_ns"] * 100.0 / frame["total_ns"].sum()
+    return frame.sort_values(["total_ns", "name"], ascending=[False, True])[columns].reset_index(drop=True)
+
+
+def _nvtx_summary(cap: _Capture) -> pd.DataFrame | None:
+    if "NVTX_EVENTS" not in cap.tables:
+        return None
+    frame = cap.stats(q.nvtx_ranges())
+    frame["name"] = frame.pop("key")
+    frame["style"] = frame.pop("grp")
+    return _summary(frame, NVTX_SUMMARY_COLUMNS)
+
+
+def _api_summary(cap: _Capture) -> pd.DataFrame | None:
+    if "CUPTI_ACTIVITY_KIND_RUNTIME" not in cap.tables:
+        return None
+    frame = cap.stats(q.RUNTIME_ALL)
+    names = cap.strings(frame["key"])
+    frame["name"] = [names.get(int(k)) for k in frame.pop("key")]
+    return _summary(frame, API_SUMMARY_COLUMNS)
+
+
+def _memcpy_summary(cap: _Capture) -> pd.DataFrame | None:
+    sources = [(t, b) for t, b, table in ((q.MEMCPY_TIMES, q.MEMCPY_BYTES, "CUPTI_ACTIVITY_KIND_MEMCPY"),
+                                           (q.MEMSET_TIMES, q.MEMSET_BYTES, "CUPTI_ACTIVITY_KIND_MEMSET"))
+               if table in cap.tables]
+    if not sources:
+        return None
+    frame = cap.stats(" UNION ALL ".join(t for t, _ in sources))
+    size = dict(r for _, b in sources for r in cap.conn.execute(b) if r[1] is not None)
+    frame["total_bytes"] = [float(size.get(k, np.nan)) for k in frame["key"]]
+    frame["operation"] = [q.MEMSET if k == -1 else q.MEMCPY_KINDS.get(int(k), str(k)) for k in frame.pop("key")]
+    frame = frame.sort_values(["total_ns", "operation"], ascending=[False, True])
+    return frame[MEMCPY_SUMMARY_COLUMNS].reset_index(drop=True)
+
+
+def _gpus(cap: _Capture) -> list[GpuInfo]:
+    driver = None
+    if "TARGET_INFO_SYSTEM_ENV" in cap.tables and "name" in cap.columns("TARGET_INFO_SYSTEM_ENV"):
+        row = cap.conn.execute(
+            "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'NvDriverVersion' LIMIT 1").fetchone()
+        # 2024.x stores some drivers as bare digits ("52510517"); only a dotted version is certain.
+        driver = row[0] if row and "." in str(row[0]) else None
+    if "TARGET_INFO_GPU" in cap.tables and "computeMajor" in cap.columns("TARGET_INFO_GPU"):
+        rows = cap.conn.execute(
+            "SELECT DISTINCT name, id, computeMajor, computeMinor, smCount, totalMemory, memoryBandwidth, "
+            "clockRate FROM TARGET_INFO_GPU ORDER BY id").fetchall()
+        return [GpuInfo(name=n, index=i, compute_capability=f"{ma}.{mi}", sm_count=sm, memory_bytes=mem,
+                        memory_bandwidth_bytes_per_s=float(bw) if bw else None,
+                        sm_clock_hz=float(clk) if clk else None, driver=driver)
+                for n, i, ma, mi, sm, mem, bw, clk in rows]
+    if "TARGET_INFO_CUDA_GPU" in cap.tables:
+        # nsys 2020.x: memory in MiB, clock in kHz (CUDA device properties); bandwidth unit unstated.
+        rows = cap.conn.execute(
+            "SELECT DISTINCT name, deviceId, computeCapabilityMajor, computeCapabilityMinor, "
+            "numMultiprocessors, globalMemorySize, coreClockRate FROM TARGET_INFO_CUDA_GPU "
+            "ORDER BY deviceId").fetchall()
+        return [GpuInfo(name=n, index=i, compute_capability=f"{ma}.{mi}", sm_count=sm,
+                        memory_bytes=mem * 1024 * 1024 if mem else None,
+                        sm_clock_hz=clk * 1000.0 if clk else None, driver=driver)
+                for n, i, ma, mi, sm, mem, clk in rows]
+    return []
+
+
+def _provenance(cap: _Capture) -> Provenance:
+    meta: dict[str, str] = {}
+    if "META_DATA_EXPORT" in cap.tables:
+        meta = dict(cap.conn.execute("SELECT name, value FROM META_DATA_EXPORT"))
+    version, schema = meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION")
+    parts = [f"nsys {version}" if version else None, f"export schema {schema}" if schema else None]
+    notes = () if meta else ("legacy export schema (no META_DATA_EXPORT; nsys 2021 or older)",)
+    return Provenance(path=str(cap.path), format=READER.format,
+                      format_version=" / ".join(p for p in parts if p) or None,
+                      sha256=sha256_of(cap.path), notes=notes)
+
+
+class NsysSqliteReader:
+    format = "nsys-sqlite"
+    description = "Nsight Systems SQLite export (nsys export --type sqlite)"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        return head.startswith(SQLITE_MAGIC)
+
+    def read(self, path: Path, *, stage: str | None = None) -> Dataset:
+        with _open(path) as cap:
+            return Dataset(
+                provenance=_provenance(cap),
+                kernel_summary=_kernel_summary(cap, None if stage is None else [stage]),
+                nvtx_summary=_nvtx_summary(cap),
+                memcpy_summary=_memcpy_summary(cap),
+                api_summary=_api_summary(cap),
+                gpus=_gpus(cap),
+            )
+
+
+READER = NsysSqliteReader()
