@@ -213,3 +213,17 @@ def test_class_stats_means_recomputed_from_csv(kernels):
 def test_unknown_rule_is_rejected(kernels):
     with pytest.raises(ValueError):
         classify(kernels, "vibes")
+
+
+def test_reader_frames_classify_like_the_csv_rows(kernels):
+    """Through the ncu reader: the same 25 kernels, same means, same classes as the csv reading."""
+    from generator.readers import read
+
+    metrics = read(DECODE_RAW).kernel_metrics
+    via_reader = classify(profiled_kernels(metrics), "sol")
+    via_csv = classify(kernels, "sol")
+    assert list(via_reader["name"]) == list(via_csv["name"])
+    assert list(via_reader["class"]) == list(via_csv["class"])
+    for column in ("sm_throughput_pct", "memory_throughput_pct", "duration_ns", "l2_hit_rate_pct"):
+        assert via_reader[column].to_numpy() == pytest.approx(via_csv[column].to_numpy())
+    assert (via_reader["qualifier"] == SMALL_GRID).sum() == 24

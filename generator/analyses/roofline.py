@@ -18,11 +18,11 @@ import pandas as pd
 
 from generator.model import GpuInfo
 
-#: datapath → (FLOP column, ncu peak column or None when ncu has no peak for it)
+#: datapath → (FLOP column, ncu peak column)
 DATAPATHS: dict[str, tuple[str, str | None]] = {
     "tensor": ("flop_tensor", "peak_tensor_flop_per_s"),
     "fp32": ("flop_fp32", "peak_fp32_flop_per_s"),
-    "fp16": ("flop_fp16", None),
+    "fp16": ("flop_fp16", "peak_fp16_flop_per_s"),
     "fp64": ("flop_fp64", "peak_fp64_flop_per_s"),
 }
 FLOP_COLUMNS: tuple[str, ...] = tuple(col for col, _ in DATAPATHS.values())
