@@ -141,3 +141,13 @@ def test_any_text_survives_an_attribute(text: str) -> None:
 def test_block_markup_at_line_start_is_text(text: str) -> None:
     rendered = markdown.markdown(escape_text(text), extensions=EXTENSIONS)
     assert rendered == f"<p>{html.escape(text.strip(), quote=False)}</p>"
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAMEISH)
+def test_any_text_renders_literally_as_a_paragraph(text: str) -> None:
+    parser = _Cells()
+    parser.feed(markdown.markdown("x\n\n" + escape_text(text), extensions=EXTENSIONS))
+    assert set(parser.tags) == {"p"}
+    rendered = markdown.markdown(escape_text(text), extensions=EXTENSIONS)
+    assert html.unescape(rendered.removeprefix("<p>").removesuffix("</p>")) == _literal(text)

@@ -14,8 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-#: Characters Python-Markdown (with the tables extension) accepts after a backslash.
-_MD_ESCAPABLE = frozenset("\\`*_{}[]()>#+-.!|")
+#: Characters that are Markdown syntax anywhere in a line (code, emphasis, links, attr_list,
+#: table cells, heading closers); each is one Python-Markdown accepts after a backslash.
+_MD_INLINE = frozenset("\\`*_{}[]|#")
+#: Block markers that only matter where a line starts: list items and ordered lists.
+_MD_LINE_START = re.compile(r"^([-+]|\d+(?=\.))")
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -32,12 +35,14 @@ def _one_line(text: str) -> str:
 def escape_text(text: str) -> str:
     """Text for a Markdown paragraph, heading or table cell that renders exactly as given.
 
-    HTML-escapes ``& < >`` first, then backslash-escapes every Markdown special character.
+    HTML-escapes ``& < >`` first, then backslash-escapes the Markdown syntax characters (and a
+    leading list marker: ``-``, ``+``, ``1.``).
     Line breaks and runs of whitespace become one space (a table row is one line); other
     control characters become U+FFFD.
     """
     escaped = html.escape(_one_line(text), quote=False)
-    return "".join("\\" + c if c in _MD_ESCAPABLE else c for c in escaped)
+    escaped = "".join("\\" + c if c in _MD_INLINE else c for c in escaped)
+    return _MD_LINE_START.sub(lambda m: "\\" + m[0] if m[0] in "-+" else m[0] + "\\", escaped, count=1)
 
 
 def escape_attr(text: str) -> str:

@@ -1,0 +1,68 @@
+"""The site's own JavaScript: the offline vega bundle and the module that draws the charts.
+
+``assets/js/vega-bundle.js`` is ``vl_convert.javascript_bundle()`` (Vega, Vega-Lite and
+vega-embed with every dependency; no CDN). ``assets/js/kr-charts.js`` is an ES module: it imports
+the bundle, finds every ``div.kr-chart[data-spec-ref]``, reads the spec from the referenced
+``<script type="application/json">`` and embeds it as SVG; the static SVG inside the div is
+removed once the chart is drawn. It runs again on Material's instant navigation (``document$``).
+Load it with ``extra_javascript: [{path: assets/js/kr-charts.js, type: module}]``.
+"""
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import vl_convert
+
+JS_DIR = Path("assets") / "js"
+BUNDLE = JS_DIR / "vega-bundle.js"
+MODULE = JS_DIR / "kr-charts.js"
+
+KR_CHARTS_JS = """\
+import "./vega-bundle.js";
+
+const CHARTS = "div.kr-chart[data-spec-ref]";
+
+async function draw(div) {
+  const holder = document.getElementById(div.dataset.specRef);
+  if (!holder || div.dataset.krState) return;
+  div.dataset.krState = "drawing";
+  const fallback = Array.from(div.children);
+  const target = document.createElement("div");
+  div.append(target);
+  try {
+    await window.vegaEmbed(target, JSON.parse(holder.textContent), {renderer: "svg", actions: false});
+    fallback.forEach((node) => node.remove());
+    div.dataset.krState = "drawn";
+  } catch (error) {
+    target.remove();
+    div.dataset.krState = "failed";
+    console.error("kr-charts: " + div.id + ": " + error);
+  }
+}
+
+function drawAll() {
+  document.querySelectorAll(CHARTS).forEach(draw);
+}
+
+if (window.document$ && typeof window.document$.subscribe === "function") {
+  window.document$.subscribe(drawAll);
+} else if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", drawAll);
+} else {
+  drawAll();
+}
+"""
+
+
+@cache
+def vega_bundle() -> str:
+    """The bundled Vega + Vega-Lite + vega-embed source (built once per process: a few seconds)."""
+    return vl_convert.javascript_bundle()
+
+
+def write_assets(docs_dir: Path) -> None:
+    """Write the vega bundle and kr-charts.js under ``docs_dir/assets/js/``."""
+    (docs_dir / JS_DIR).mkdir(parents=True, exist_ok=True)
+    (docs_dir / BUNDLE).write_text(vega_bundle(), encoding="utf-8")
+    (docs_dir / MODULE).write_text(KR_CHARTS_JS, encoding="utf-8")

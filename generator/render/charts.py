@@ -1,0 +1,274 @@
+"""Altair charts of a version's datasets, their inline HTML block, and static SVG copies.
+
+Each chart is a Vega-Lite spec built from the VersionResult's tables only. Pages inline the spec
+as JSON (drawn in the browser by ``assets/js/kr-charts.js`` with the bundled vega-embed) and show
+the SVG rendered by vl-convert as the fallback inside the same ``div``. Specs are deterministic:
+named params, sorted keys, numbers rounded to 6 significant digits.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import vl_convert
+
+#: Element id prefixes; headings (section slugs) never start with "kr-".
+CHART_ID_PREFIX = "kr-chart-"
+SPEC_ID_PREFIX = "kr-spec-"
+SVG_DIR = Path("assets") / "charts"
+WIDTH, HEIGHT = 560, 300
+#: class → colour, so a class keeps its colour on every chart
+CLASS_COLORS = {
+    "compute-bound": "#e45756",
+    "memory-bound": "#4c78a8",
+    "latency-bound": "#54a24b",
+    "balanced": "#b279a2",
+    "unknown": "#9d9d9d",
+}
+DATAPATH_SHAPES = {"tensor": "diamond", "fp32": "circle", "fp16": "square", "fp64": "triangle-up"}
+DATAPATH_COLORS = {"tensor": "#f58518", "fp32": "#4c78a8", "fp16": "#72b7b2", "fp64": "#9d755d"}
+
+Translate = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart: ``slug`` names its element ids and SVG file; ``spec`` is the Vega-Lite dict."""
+
+    slug: str
+    spec: dict[str, Any]
+
+    @property
+    def element_id(self) -> str:
+        return CHART_ID_PREFIX + self.slug
+
+    def svg_path(self, lang: str) -> Path:
+        """Relative to docs_dir; ``-<lang>`` (not ``.<lang>``) so i18n does not treat it as a
+        localized copy of another file."""
+        return SVG_DIR / f"{self.slug}-{lang}.svg"
+
+
+def slug(text: str) -> str:
+    """Lower-case ASCII letters, digits and single hyphens (for ids and file names)."""
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isnan(value) or math.isinf(value) else float(f"{value:.6g}")
+    return value
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts: NaN → None, floats at 6 significant digits."""
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return [{k: _round(v) for k, v in row.items()} for row in rows]
+
+
+def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+    """The Vega-Lite dict, normalized through sorted-key JSON (stable bytes)."""
+    return json.loads(json.dumps(chart.to_dict(validate=False), sort_keys=True, allow_nan=False))
+
+
+def _class_column(frame: pd.DataFrame, t: Translate) -> pd.DataFrame:
+    out = frame.copy()
+    out["class_label"] = [t(f"classes.{c}", default=str(c)) if c is not None else t("unknown")
+                          for c in out.get("class", pd.Series([None] * len(out), index=out.index))]
+    return out
+
+
+def _class_scale(t: Translate) -> alt.Scale:
+    return alt.Scale(domain=[t(f"classes.{c}") for c in CLASS_COLORS], range=list(CLASS_COLORS.values()))
+
+
+def _datapath_labels(t: Translate) -> tuple[list[str], list[str], list[str]]:
+    labels = [t(f"datapaths.{d}") for d in DATAPATH_SHAPES]
+    return labels, list(DATAPATH_SHAPES.values()), list(DATAPATH_COLORS.values())
+
+
+def _base(data: list[dict[str, Any]]) -> alt.Chart:
+    return alt.Chart(alt.Data(values=data)).properties(width=WIDTH, height=HEIGHT)
+
+
+def top_kernels_chart(chart_slug: str, top: pd.DataFrame, t: Translate) -> Chart:
+    """Horizontal bars: share of the stage's kernel time per top kernel, coloured by library."""
+    data = _records(top.reindex(columns=["rank", "friendly_name", "library", "time_pct", "total_ns",
+                                         "count", "avg_ns"]).assign(
+        total_ms=lambda d: pd.to_numeric(d["total_ns"], errors="coerce") / 1e6,
+        avg_us=lambda d: pd.to_numeric(d["avg_ns"], errors="coerce") / 1e3,
+    ).drop(columns=["total_ns", "avg_ns"]))
+    chart = _base(data).mark_bar().encode(
+        y=alt.Y("friendly_name:N", sort=alt.EncodingSortField("rank", order="ascending"),
+                title=None, axis=alt.Axis(labelLimit=260)),
+        x=alt.X("time_pct:Q", title=t("charts.time_pct")),
+        color=alt.Color("library:N", title=t("columns.library")),
+        tooltip=[
+            alt.Tooltip("friendly_name:N", title=t("columns.kernel")),
+            alt.Tooltip("library:N", title=t("columns.library")),
+            alt.Tooltip("time_pct:Q", title=t("columns.time_pct"), format=".2f"),
+            alt.Tooltip("total_ms:Q", title=t("columns.total_ms"), format=",.3f"),
+            alt.Tooltip("count:Q", title=t("columns.count"), format=",d"),
+            alt.Tooltip("avg_us:Q", title=t("columns.avg_us"), format=",.2f"),
+        ],
+    ).properties(height=max(120, 18 * len(data)))
+    return Chart(chart_slug, _spec(chart))
+
+
+def histogram_chart(chart_slug: str, values: pd.DataFrame, axis_title: str, t: Translate) -> Chart:
+    """A histogram built of one stacked cell per kernel (so each cell has that kernel's tooltip)."""
+    data = _records(_class_column(values.reindex(columns=["friendly_name", "class", "value"]), t))
+    chart = _base(data).transform_bin(
+        ["bin_start", "bin_end"], "value", bin=alt.Bin(maxbins=20)
+    ).transform_window(
+        stack="row_number()", groupby=["bin_start"], sort=[alt.SortField("value")]
+    ).transform_calculate(stack_low="datum.stack - 1").mark_rect(stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("bin_start:Q", bin="binned", title=axis_title),
+        x2="bin_end:Q",
+        y=alt.Y("stack_low:Q", title=t("charts.kernels"), axis=alt.Axis(tickMinStep=1)),
+        y2="stack:Q",
+        color=alt.Color("class_label:N", title=t("columns.class"), scale=_class_scale(t)),
+        tooltip=[
+            alt.Tooltip("friendly_name:N", title=t("columns.kernel")),
+            alt.Tooltip("class_label:N", title=t("columns.class")),
+            alt.Tooltip("value:Q", title=axis_title, format=",.2f"),
+        ],
+    ).properties(height=220)
+    return Chart(chart_slug, _spec(chart))
+
+
+def _metric_tooltips(t: Translate) -> list[alt.Tooltip]:
+    return [
+        alt.Tooltip("friendly_name:N", title=t("columns.kernel")),
+        alt.Tooltip("class_label:N", title=t("columns.class")),
+        alt.Tooltip("sm_throughput_pct:Q", title=t("metrics.sm_throughput_pct"), format=".2f"),
+        alt.Tooltip("memory_throughput_pct:Q", title=t("metrics.memory_throughput_pct"), format=".2f"),
+        alt.Tooltip("dram_throughput_pct:Q", title=t("metrics.dram_throughput_pct"), format=".2f"),
+    ]
+
+
+def normalized_roofline_chart(chart_slug: str, points: pd.DataFrame, t: Translate) -> Chart:
+    """SM throughput % of peak against memory throughput % of peak, one point per kernel."""
+    cols = ["friendly_name", "class", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"]
+    data = _records(_class_column(points.reindex(columns=cols), t))
+    axis = alt.Scale(domain=[0, 100])
+    diagonal = alt.Chart(alt.Data(values=[{"v": 0}, {"v": 100}])).mark_line(
+        strokeDash=[4, 4], color="#999999").encode(x="v:Q", y="v:Q")
+    dots = _base(data).mark_point(filled=True, size=70, opacity=0.85).encode(
+        x=alt.X("memory_throughput_pct:Q", scale=axis, title=t("charts.memory_pct_axis")),
+        y=alt.Y("sm_throughput_pct:Q", scale=axis, title=t("charts.sm_pct_axis")),
+        color=alt.Color("class_label:N", title=t("columns.class"), scale=_class_scale(t)),
+        tooltip=_metric_tooltips(t),
+    )
+    return Chart(chart_slug, _spec(alt.layer(diagonal, dots).properties(width=WIDTH, height=HEIGHT)))
+
+
+def _roof_lines(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate) -> list[dict[str, Any]]:
+    """Polylines (AI, FLOP/s) of each datapath's roof: bandwidth slope up to the ridge, then flat."""
+    bandwidth = roofs.get("peak_dram_bytes_per_s")
+    ceilings = roofs.get("ceilings") or {}
+    if not bandwidth or not ceilings:
+        return []
+    ridges = [c / bandwidth for c in ceilings.values()]
+    ais = [a for a in pd.to_numeric(points.get("arithmetic_intensity", pd.Series(dtype=float)),
+                                    errors="coerce").dropna() if a > 0]
+    low = min([*ais, *ridges]) / 10
+    high = max([*ais, *ridges]) * 10
+    lines = []
+    for datapath, peak in sorted(ceilings.items()):
+        label = t("charts.roof", datapath=t(f"datapaths.{datapath}", default=datapath))
+        ridge = peak / bandwidth
+        for order, ai in enumerate((low, ridge, high)):
+            lines.append({"roof": label, "order": order, "ai": _round(float(ai)),
+                          "flops": _round(float(min(peak, ai * bandwidth)))})
+    return lines
+
+
+def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate,
+                     kernel_filter: alt.Parameter | None = None) -> alt.LayerChart:
+    labels, shapes, colors = _datapath_labels(t)
+    frame = _class_column(points.reindex(columns=["friendly_name", "class", "datapath",
+                                                  "arithmetic_intensity", "achieved_flop_per_s",
+                                                  "flop", "dram_bytes"]), t)
+    frame["datapath_label"] = [t(f"datapaths.{d}", default=str(d)) for d in frame["datapath"]]
+    frame = frame[(pd.to_numeric(frame["arithmetic_intensity"]) > 0)
+                  & (pd.to_numeric(frame["achieved_flop_per_s"]) > 0)]
+    x_title, y_title = t("charts.ai_axis"), t("charts.flops_axis")
+    encode = {
+        "x": alt.X("arithmetic_intensity:Q", scale=alt.Scale(type="log"), title=x_title),
+        "y": alt.Y("achieved_flop_per_s:Q", scale=alt.Scale(type="log"), title=y_title,
+                   axis=alt.Axis(format="~s")),
+        "shape": alt.Shape("datapath_label:N", title=t("columns.datapath"),
+                           scale=alt.Scale(domain=labels, range=shapes)),
+        "color": alt.Color("datapath_label:N", title=t("columns.datapath"),
+                           scale=alt.Scale(domain=labels, range=colors)),
+        "tooltip": [
+            alt.Tooltip("friendly_name:N", title=t("columns.kernel")),
+            alt.Tooltip("class_label:N", title=t("columns.class")),
+            alt.Tooltip("datapath_label:N", title=t("columns.datapath")),
+            alt.Tooltip("arithmetic_intensity:Q", title=x_title, format=",.3f"),
+            alt.Tooltip("achieved_flop_per_s:Q", title=y_title, format=".3~s"),
+        ],
+    }
+    layers: list[alt.Chart] = []
+    lines = _roof_lines(frame, roofs, t)
+    if lines:
+        layers.append(alt.Chart(alt.Data(values=lines)).mark_line(color="#555555").encode(
+            x=alt.X("ai:Q", scale=alt.Scale(type="log"), title=x_title),
+            y=alt.Y("flops:Q", scale=alt.Scale(type="log"), title=y_title, axis=alt.Axis(format="~s")),
+            strokeDash=alt.StrokeDash("roof:N", title=t("charts.roofs")),
+            order="order:Q",
+            detail="roof:N",
+        ))
+    dots = alt.Chart(alt.Data(values=_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
+    if kernel_filter is None:
+        layers.append(dots.encode(**encode))
+    else:
+        layers.append(dots.encode(**{**encode, "color": alt.value("#dddddd"), "shape": encode["shape"],
+                                     "tooltip": encode["tooltip"]}))
+        layers.append(dots.encode(**encode).transform_filter(kernel_filter))
+    return alt.layer(*layers).resolve_scale(strokeDash="independent").properties(width=WIDTH, height=HEIGHT)
+
+
+def physical_roofline_chart(chart_slug: str, points: pd.DataFrame, roofs: Mapping[str, Any],
+                            t: Translate) -> Chart:
+    """Log-log roofline: FLOP/s against FLOP per DRAM byte; tensor vs FP32 points by shape."""
+    return Chart(chart_slug, _spec(_physical_layers(points, roofs, t)))
+
+
+def per_kernel_roofline_chart(chart_slug: str, points: pd.DataFrame, roofs: Mapping[str, Any],
+                              t: Translate) -> Chart | None:
+    """The physical roofline with one kernel (chosen in a drop-down) highlighted; None if no points."""
+    kernels = sorted({str(k) for k in points.get("friendly_name", pd.Series(dtype=object)).dropna()})
+    if not kernels:
+        return None
+    pick = alt.param(name="kr_kernel", value=kernels[0],
+                     bind=alt.binding_select(options=kernels, name=t("charts.pick_kernel") + " "))
+    chart = _physical_layers(points, roofs, t, kernel_filter=alt.datum.friendly_name == pick)
+    return Chart(chart_slug, _spec(chart.add_params(pick)))
+
+
+def chart_block(chart: Chart, lang: str, alt_text: str) -> str:
+    """Markdown/HTML: the chart ``div`` (SVG fallback inside) and its spec as inline JSON."""
+    spec_id = SPEC_ID_PREFIX + chart.slug
+    payload = json.dumps(chart.spec, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return (
+        f'<div class="kr-chart" id="{chart.element_id}" data-spec-ref="{spec_id}" markdown="1">\n\n'
+        f"![{alt_text}]({chart.svg_path(lang).as_posix()})\n\n</div>\n\n"
+        f'<script type="application/json" id="{spec_id}">{payload}</script>\n'
+    )
+
+
+def write_svg(chart: Chart, lang: str, docs_dir: Path) -> Path:
+    """Render the static SVG with vl-convert into ``docs_dir/assets/charts/``."""
+    path = docs_dir / chart.svg_path(lang)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(vl_convert.vegalite_to_svg(chart.spec), encoding="utf-8")
+    return path

@@ -1,0 +1,242 @@
+"""A version's report pages: Jinja2 templates (templates/pages/) → EN ``page.md`` + ZH ``page.zh.md``.
+
+All words come from templates/pages/*.md.j2 and templates/i18n/<lang>.yaml; every number from the
+VersionResult. Data text (kernel, stage, file names) is escaped by generator.render.markdown.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+import yaml
+
+from generator.analyses.findings import render_finding, render_method
+from generator.analyses.histograms import HISTOGRAMS
+from generator.analyses.result import VersionResult
+from generator.analyses.version import write_version_data
+from generator.config import ReportMeta
+from generator.model import ALL_STAGES
+from generator.render import charts as ch
+from generator.render.assets import write_assets
+from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+#: Page file stems in navigation order; "comparison" only exists when there is a previous version.
+PAGES: tuple[str, ...] = ("index", "top-kernels", "classification", "durations", "histograms",
+                          "roofline", "findings", "comparison", "appendix", "downloads")
+DATA_FILES: tuple[tuple[str, str], ...] = (
+    ("data/top_kernels.csv", "top_kernels"),
+    ("data/kernels.yaml", "kernels_yaml"),
+    ("data/ncu_metrics.csv", "ncu_metrics"),
+    ("data/summary.json", "summary"),
+)
+SHA_PREFIX = 12
+MANIFEST_ROWS_MAX = 60
+KERNEL_LIST_MAX = 8
+
+
+def page_names(result: VersionResult) -> list[str]:
+    """The version's page stems in navigation order."""
+    return [p for p in PAGES if p != "comparison" or result.comparison]
+
+
+def page_file(page: str, lang: str, default_lang: str) -> str:
+    """``top-kernels.md`` for the default language, ``top-kernels.zh.md`` otherwise (i18n suffix)."""
+    return f"{page}.md" if lang == default_lang else f"{page}.{lang}.md"
+
+
+@cache
+def _words(lang: str) -> dict[str, Any]:
+    return yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))
+
+
+def translator(lang: str) -> Callable[..., str]:
+    """``t("a.b", **fields)``: the words at key ``a.b`` of templates/i18n/<lang>.yaml, formatted
+    with ``fields``; a missing key is an error unless ``default`` is given."""
+    words = _words(lang)
+
+    def t(key: str, default: str | None = None, **fields: Any) -> str:
+        node: Any = words
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                if default is not None:
+                    return default
+                raise KeyError(f"templates/i18n/{lang}.yaml has no {key!r}")
+            node = node[part]
+        return str(node).format(**fields) if fields else str(node)
+
+    return t
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES / "pages"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Markdown output: data text is escaped explicitly (esc/name/raw)
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def rows(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Table rows as dicts (missing values stay NaN/None for the formatters)."""
+    return [] if frame is None else frame.to_dict("records")
+
+
+def fence(text: str, info: str = "") -> str:
+    """A fenced code block longer than any backtick run in ``text`` (the content stays literal)."""
+    ticks = "`" * max(3, _longest_backticks(text) + 1)
+    return f"{ticks}{info}\n{text.rstrip()}\n{ticks}"
+
+
+def _longest_backticks(text: str) -> int:
+    best = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        best = max(best, run)
+    return best
+
+
+def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Scalar leaves of a manifest as (dotted key, value); lists of scalars joined, others skipped."""
+    if isinstance(value, dict):
+        out: list[tuple[str, Any]] = []
+        for key in value:
+            if "command" not in str(key):
+                out += _leaves(value[key], f"{prefix}{key}.")
+        return out
+    if isinstance(value, list):
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return [(prefix[:-1], ", ".join(str(v) for v in value))]
+        return []
+    return [(prefix[:-1], value)]
+
+
+def _commands(value: Any, inside: bool = False) -> list[str]:
+    """Every text under a key containing "command", in manifest order."""
+    if isinstance(value, dict):
+        return [c for key, v in value.items() for c in _commands(v, inside or "command" in str(key))]
+    if isinstance(value, list):
+        if inside and value and all(isinstance(v, str) for v in value):
+            return [" ".join(value)] if all(" " not in v for v in value) else list(value)
+        return [c for v in value for c in _commands(v, inside)]
+    return [str(value)] if inside and isinstance(value, str) else []
+
+
+def _kernel_list(kernels: tuple[str, ...], unknown: str, t: Callable[..., str]) -> str:
+    """The first KERNEL_LIST_MAX names (hover: full name), then how many more."""
+    shown = ", ".join(name_cell(k, unknown) for k in kernels[:KERNEL_LIST_MAX])
+    rest = len(kernels) - KERNEL_LIST_MAX
+    return shown + (t("findings.more", count=rest) if rest > 0 else "")
+
+
+def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.Chart | None]:
+    """Every chart of the version, keyed as the templates refer to them (None: no data)."""
+    charts: dict[str, ch.Chart | None] = {}
+    for index, stage in enumerate(result.stages):
+        top = result.top_kernels.get(stage)
+        key = f"top-{index}"
+        charts[key] = (ch.top_kernels_chart(f"top-{index}-{ch.slug(stage)}", top, t)
+                       if top is not None and len(top) else None)
+    for key, values in result.histograms.items():
+        charts[f"hist-{key}"] = (ch.histogram_chart(f"hist-{ch.slug(key)}", values,
+                                                    t(f"metrics.{key}", default=key), t)
+                                 if len(values) else None)
+    roof = result.roofline
+    normalized, physical = roof.get("normalized"), roof.get("physical")
+    roofs = roof.get("roofs") or {}
+    charts["roofline-normalized"] = (ch.normalized_roofline_chart("roofline-normalized", normalized, t)
+                                     if normalized is not None and len(normalized) else None)
+    has_physical = physical is not None and len(physical)
+    charts["roofline-physical"] = (ch.physical_roofline_chart("roofline-physical", physical, roofs, t)
+                                   if has_physical else None)
+    charts["roofline-per-kernel"] = (ch.per_kernel_roofline_chart("roofline-per-kernel", physical, roofs, t)
+                                     if has_physical else None)
+    return charts
+
+
+def _context(result: VersionResult, report: ReportMeta, lang: str,
+             charts: dict[str, ch.Chart | None]) -> dict[str, Any]:
+    t = translator(lang)
+    unknown = t("unknown")
+    numbers = Numbers(unknown)
+    version = report.version(result.version_id)
+    manifest = result.extra.get("manifest")
+
+    def chart(key: str, alt_key: str, **fields: Any) -> str:
+        item = charts.get(key)
+        return "" if item is None else ch.chart_block(item, lang, escape_text(t(alt_key, **fields)))
+
+    def stage_name(stage: str) -> str:
+        return t("stage_all") if stage == ALL_STAGES else escape_text(stage)
+
+    def cls(value: Any) -> str:
+        return unknown if is_missing(value) else t(f"classes.{value}", default=escape_text(str(value)))
+
+    return {
+        "result": result,
+        "report": report,
+        "version": version,
+        "lang": lang,
+        "t": t,
+        "n": numbers,
+        "esc": escape_text,
+        "name": lambda value: name_cell(value, unknown),
+        "raw": lambda value: code_cell(value, unknown),
+        "rows": rows,
+        "fence": fence,
+        "chart": chart,
+        "stage_name": stage_name,
+        "stage_list": ", ".join(stage_name(s) for s in result.stages),
+        "kernel_list": lambda kernels: _kernel_list(kernels, unknown, t),
+        "texts": lambda values, sep: sep.join(escape_text(str(v)) for v in values),
+        "cls": cls,
+        # finding templates quote kernel names as given: hand them Markdown-escaped names
+        "finding_text": lambda finding: render_finding(
+            replace(finding, kernels=tuple(escape_text(k) for k in finding.kernels)), lang),
+        "method_text": render_method(result.classification["rule"], result.classification.get("params", {}),
+                                     lang),
+        "is_missing": is_missing,
+        "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
+        "file_name": lambda path: escape_text(Path(str(path)).name),
+        "sha": lambda value: unknown if is_missing(value) else str(value)[:SHA_PREFIX],
+        "manifest_rows": _leaves(manifest)[:MANIFEST_ROWS_MAX] if isinstance(manifest, dict) else [],
+        "commands": _commands(manifest) if isinstance(manifest, dict) else [],
+        "kernels_yaml": result.extra.get("kernels_yaml") or "",
+        "data_files": DATA_FILES,
+        "pages": page_names(result),
+    }
+
+
+def render_page(page: str, result: VersionResult, report: ReportMeta, lang: str,
+                charts: dict[str, ch.Chart | None]) -> str:
+    """One page's Markdown in ``lang``."""
+    template = _env().get_template(f"{page}.md.j2")
+    return template.render(**_context(result, report, lang, charts))
+
+
+def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, langs: list[str]) -> None:
+    """Write every page of the version in every language, its charts (SVG), data files and JS.
+
+    ``docs_dir`` receives ``<page>.md`` (default language = ``langs[0]``), ``<page>.<lang>.md``,
+    ``assets/charts/*.svg``, ``assets/js/{vega-bundle,kr-charts}.js`` and ``data/*``.
+    """
+    docs_dir = Path(docs_dir)
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    write_version_data(result, docs_dir)
+    write_assets(docs_dir)
+    for lang in langs:
+        charts = build_charts(result, translator(lang))
+        for item in charts.values():
+            if item is not None:
+                ch.write_svg(item, lang, docs_dir)
+        for page in page_names(result):
+            text = render_page(page, result, report, lang, charts)
+            (docs_dir / page_file(page, lang, langs[0])).write_text(text, encoding="utf-8")
