@@ -5,6 +5,8 @@ Each dataset holds one row per profiled kernel that has a value: ``name``, ``fri
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -43,9 +45,9 @@ def histogram_datasets(kernels: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def bin_edges(values: pd.Series, bins: int = DEFAULT_BINS) -> list[float]:
+def bin_edges(values: Iterable[float], bins: int = DEFAULT_BINS) -> list[float]:
     """``bins`` + 1 equal-width edges from the smallest to the largest value ([] when none)."""
-    finite = pd.to_numeric(values, errors="coerce").dropna()
+    finite = pd.to_numeric(pd.Series(list(values), dtype=float), errors="coerce").dropna()
     if finite.empty:
         return []
     low, high = float(finite.min()), float(finite.max())
