@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +31,7 @@ class NcuRepReader:
         import ncu_report
 
         path = Path(path)
+        check_complete(path)
         try:
             context = ncu_report.load_report(str(path))
         except Exception as exc:  # the module raises plain exceptions for unreadable reports
@@ -85,6 +87,23 @@ def kernel_metrics_frame(rows: list[dict], stage: str | None) -> tuple[pd.DataFr
     text = frame[TENSOR_DATAPATH_COLUMN].astype(object)
     frame[TENSOR_DATAPATH_COLUMN] = text.where(text.notna(), None)
     return frame, notes
+
+
+def check_complete(path: Path) -> None:
+    """InputError unless the file is whole: after the magic, a report is a chain of
+    length-prefixed blocks (little-endian uint32 size, then the block) that ends at EOF;
+    `ncu_report` itself silently returns the launches before a cut."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        pos = fh.seek(len(MAGIC))
+        while pos < size:
+            prefix = fh.read(4)
+            if len(prefix) < 4:
+                raise InputError(path, f"truncated report: cut inside a block header at byte {pos}")
+            length = struct.unpack("<I", prefix)[0]
+            pos = fh.seek(length, 1)
+            if pos > size:
+                raise InputError(path, f"truncated report: a block ends at byte {pos}, the file at {size}")
 
 
 def report_version(path: Path) -> str | None:
