@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import lzma
+import sqlite3
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -136,3 +137,22 @@ def test_good_and_bad_files_together(tmp_path):
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"error: {missing}: no such file"]
     assert "4,722 launches" in done.stdout
+
+
+def test_nsys_sqlite_summary_matches_sql(capsys):
+    path = DATA / "nvtx-examples/cudf-groupby.sqlite"
+    rc, [summary], _ = inspect_json(capsys, path)
+    assert rc == 0
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        launches, total, distinct = db.execute(
+            "SELECT count(*), sum(k.end - k.start), count(DISTINCT s.value) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN StringIds s ON s.id = k.demangledName").fetchone()
+        top_name, top_total = db.execute(
+            "SELECT s.value, sum(k.end - k.start) AS t FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value ORDER BY t DESC LIMIT 1").fetchone()
+    [kernels] = summary["kernel_summary"]
+    assert summary["format"] == "nsys-sqlite"
+    assert (kernels["launches"], kernels["total_ns"], kernels["kernels"]) == (launches, total, distinct)
+    assert (kernels["top"][0]["name"], kernels["top"][0]["total_ns"]) == (top_name, top_total)
+    assert {g["name"] for g in summary["gpus"]} == {"Quadro RTX 8000"}
+    assert "libcudf:gather" in summary["stages"]
