@@ -9,8 +9,15 @@ gives one). Each file is read once per build (:class:`InputCache`).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import lzma
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -19,30 +26,68 @@ from generator.config import VersionConfig
 from generator.errors import InputError
 from generator.model import ALL_STAGES, KERNEL_SUMMARY_COLUMNS, Dataset, GpuInfo, Provenance
 from generator.readers import read
+from generator.readers.base import sha256_of
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 
+T = TypeVar("T")
 NSYS_CANDIDATES = ("nsys/report.sqlite", "nsys/report.sqlite.xz")
 NCU_CANDIDATES = ("ncu/report.ncu-rep", "ncu/report.ncu-rep.xz", "ncu/raw.csv", "ncu/raw.csv.xz")
 
 
 class InputCache:
-    """Memoizes reads within one build: datasets by (path, stage), stage summaries by (path, stages)."""
+    """Reads each file once per build: datasets by (path, stage), stage summaries by (path, stages).
+
+    ``.xz`` files are decompressed once into a temporary folder (removed on exit); provenance and
+    errors still name the file the report gave. Use as a context manager.
+    """
 
     def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="kernel-report-inputs-")
+        self._plain: dict[Path, Path] = {}
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
         self._summaries: dict[tuple[Path, tuple[str, ...]], pd.DataFrame] = {}
+
+    def __enter__(self) -> InputCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._tmp.cleanup()
 
     def read(self, path: Path, stage: str | None = None) -> Dataset:
         key = (path.resolve(), stage)
         if key not in self._datasets:
-            self._datasets[key] = read(path, stage=stage)
+            dataset = self._on_plain(path, lambda plain: read(plain, stage=stage))
+            if path.suffix == ".xz":
+                provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=sha256_of(path))
+                dataset = dataclasses.replace(dataset, provenance=provenance)
+            self._datasets[key] = dataset
         return self._datasets[key]
 
     def stage_summaries(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
+        """Kernel summaries of an nsys SQLite export for each of ``stages`` (ALL_STAGES included)."""
         key = (path.resolve(), stages)
         if key not in self._summaries:
-            self._summaries[key] = nsys_kernel_summary(path, list(stages))
+            self._summaries[key] = self._on_plain(path, lambda plain: nsys_kernel_summary(plain, list(stages)))
         return self._summaries[key]
+
+    def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
+        """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
+        path = path.resolve()
+        if path.suffix != ".xz":
+            return action(path)
+        if path not in self._plain:
+            plain = Path(self._tmp.name) / str(len(self._plain)) / path.stem
+            plain.parent.mkdir()
+            try:
+                with lzma.open(path) as src, open(plain, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except (lzma.LZMAError, EOFError) as exc:
+                raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
+            self._plain[path] = plain
+        try:
+            return action(self._plain[path])
+        except InputError as exc:
+            raise InputError(path, exc.problem) from None
 
 
 def load_manifest(run: Path) -> dict:
@@ -74,8 +119,13 @@ def _first_existing(run: Path, candidates: tuple[str, ...], what: str) -> Path:
     raise InputError(run, f"no {what} (looked for {', '.join(candidates)})")
 
 
-def version_inputs(version: VersionConfig, cache: InputCache, where: str) -> VersionInputs:
-    """Read everything version ``version`` names; ``where`` ("report.yaml: versions[0]") prefixes errors."""
+def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path, index: int) -> VersionInputs:
+    """Read everything ``versions[index]`` of ``report_file`` names.
+
+    Provenance paths are made relative to the report file's folder, so pages do not depend on where
+    the checkout lives.
+    """
+    where = f"versions[{index}]"
     summaries: list[pd.DataFrame] = []
     metrics: list[Dataset] = []
     others: list[Dataset] = []
@@ -85,7 +135,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, where: str) -> Ver
         manifests.append(manifest)
         sqlite = _first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
         nsys = cache.read(sqlite)
-        summaries += [nsys.kernel_summary, cache.stage_summaries(sqlite, tuple(manifest_stages(run, manifest)))]
+        summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES, *manifest_stages(run, manifest))))
         others.append(nsys)
         metrics.append(cache.read(_first_existing(run, NCU_CANDIDATES, "ncu report or raw CSV")))
     for entry in version.inputs.nsys:
@@ -99,40 +149,44 @@ def version_inputs(version: VersionConfig, cache: InputCache, where: str) -> Ver
     summaries = [s for s in summaries if s is not None]
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
-    kernel_summary = _concat_summaries(summaries, where)
-    kernel_metrics = _concat_metrics(metrics, where)
-    datasets = others + metrics + torch
+    kernel_summary = _concat_summaries(summaries, report_file, where)
+    kernel_metrics = _concat_metrics(metrics, report_file, where)
+    base = report_file.resolve().parent
     return VersionInputs(
         kernel_summary=kernel_summary,
         kernel_metrics=kernel_metrics,
-        gpus=_unique([gpu for d in datasets for gpu in d.gpus]),
-        provenance=_unique([d.provenance for d in datasets]),
+        gpus=_unique([gpu for d in metrics + others + torch for gpu in d.gpus]),  # ncu describes devices best
+        provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
     )
 
 
-def _concat_summaries(summaries: list[pd.DataFrame], where: str) -> pd.DataFrame:
+def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str) -> pd.DataFrame:
     if not summaries:
-        raise InputError(where, "no kernel summary among the inputs (give an nsys export or a capture run)")
+        raise InputError(report_file, f"{where}: no kernel summary among the inputs (give an nsys export or a capture run)")
     table = pd.concat(summaries, ignore_index=True)[KERNEL_SUMMARY_COLUMNS]
     overlap = table.duplicated(["stage", "name"])
     if overlap.any():
         stage = table.loc[overlap, "stage"].iloc[0]
-        raise InputError(where, f"several inputs give kernel summaries of stage {stage!r}; give one per stage")
+        raise InputError(report_file, f"{where}: several inputs give kernel summaries of stage {stage!r}; give one per stage")
     return table
 
 
-def _concat_metrics(datasets: list[Dataset], where: str) -> pd.DataFrame:
+def _concat_metrics(datasets: list[Dataset], report_file: Path, where: str) -> pd.DataFrame:
     """Per-launch metrics of every ncu input; a file whose launch ids overlap earlier ones is shifted past them."""
     frames = [d.kernel_metrics for d in datasets if d.kernel_metrics is not None and len(d.kernel_metrics)]
     if not frames:
-        raise InputError(where, "no ncu kernel metrics among the inputs (give an ncu report/CSV or a capture run)")
+        raise InputError(report_file, f"{where}: no ncu kernel metrics among the inputs (give an ncu report/CSV or a capture run)")
     kept = frames[:1]
     for frame in frames[1:]:
         highest = max(int(f["launch_id"].max()) for f in kept)
         lowest = int(frame["launch_id"].min())
         kept.append(frame.assign(launch_id=frame["launch_id"] + (highest + 1 - lowest)) if lowest <= highest else frame)
     return kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
+
+
+def _relative(provenance: Provenance, base: Path) -> Provenance:
+    return dataclasses.replace(provenance, path=Path(os.path.relpath(provenance.path, base)).as_posix())
 
 
 def _unique(items: list[GpuInfo] | list[Provenance]) -> list:

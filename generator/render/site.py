@@ -75,8 +75,7 @@ def build_site(
         if progress is not None and task is not None:
             progress.update(task, advance=1, description=text)
 
-    with _scratch(out.parent, f".{out.name}-") as tmp_out, _scratch(src, ".build-") as tmp_src:
-        cache = InputCache()
+    with _scratch(out.parent, f".{out.name}-") as tmp_out, _scratch(src, ".build-") as tmp_src, InputCache() as cache:
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
@@ -109,9 +108,9 @@ def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path
         peaks=config.gpu.as_settings(),
     )
     previous = None
-    for version in config.versions:
+    for index, version in enumerate(config.versions):
         step(f"{config.id}/{version.id}: reading inputs")
-        inputs = version_inputs(version, cache)
+        inputs = version_inputs(version, cache, job.path, index)
         step(f"{config.id}/{version.id}: analyzing")
         result = analyze_version(version.id, inputs, settings, previous)
         step(f"{config.id}/{version.id}: rendering and building")
