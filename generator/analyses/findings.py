@@ -28,7 +28,7 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "findings"
 LANGS = ("en", "zh")
 DECODE_STAGE = "decode"
 
-GEMV_DECODE_SHARE_PCT = 20.0  # GEMV share of decode kernel time at/above this → batching
+MATVEC_DECODE_SHARE_PCT = 30.0  # matrix-product share of decode kernel time at/above this → batching
 ELEMENTWISE_SHARE_PCT = 15.0  # elementwise/activation share of all kernel time → fusion
 COPY_CAST_SHARE_PCT = 5.0  # copy/cast share of all kernel time → precision management
 LOW_OCCUPANCY_PCT = 40.0  # mean achieved occupancy of profiled kernels below this …
@@ -41,9 +41,11 @@ LATENCY_BOUND_MAJORITY_PCT = 50.0  # latency-bound share of classified kernels a
 TENSOR_UTIL_LOW_PCT = 50.0  # compute-bound GEMM tensor FLOP/s below this % of the tensor peak
 
 GEMV_CATEGORIES = frozenset({"gemv"})
+#: matrix products; in decode each step multiplies batch-size rows by the weights, i.e.
+#: matrix-vector work at batch 1 even when a GEMM kernel (M tile padded) runs it
 GEMM_CATEGORIES = frozenset({"gemm", "gemv"})
-ELEMENTWISE_CATEGORIES = frozenset({"elementwise", "activation"})
-COPY_CATEGORIES = frozenset({"copy", "cast", "copy/cast"})
+ELEMENTWISE_CATEGORIES = frozenset({"elementwise"})
+COPY_CATEGORIES = frozenset({"copy"})  # copies, dtype casts, fills (naming.CATEGORIES)
 ATTENTION_CATEGORIES = frozenset({"attention"})
 SOFTMAX_CATEGORIES = frozenset({"softmax"})
 FLASH_MARKERS = ("flash",)  # a name/library with one of these (lower case) is a flash kernel
@@ -82,11 +84,13 @@ def _is_flash(row: pd.Series) -> bool:
 
 
 def gemv_decode(summary: pd.DataFrame, names: dict[str, Any]) -> list[Finding]:
+    """Matrix products (GEMV + GEMM kernels) dominating the decode stage."""
     rows = stage_table(summary, names, DECODE_STAGE)
-    share, kernels = _share(rows, GEMV_CATEGORIES)
-    if rows.empty or share < GEMV_DECODE_SHARE_PCT:
+    share, kernels = _share(rows, GEMM_CATEGORIES)
+    if rows.empty or share < MATVEC_DECODE_SHARE_PCT:
         return []
-    evidence = {"share_pct": _r(share), "threshold_pct": GEMV_DECODE_SHARE_PCT, "kernels": len(kernels)}
+    evidence = {"share_pct": _r(share), "gemv_share_pct": _r(_share(rows, GEMV_CATEGORIES)[0]),
+                "threshold_pct": MATVEC_DECODE_SHARE_PCT, "kernels": len(kernels)}
     return [Finding("gemv_decode", "recommendation", evidence, kernels),
             Finding("gemv_decode_hw", "hardware", evidence, kernels)]
 
