@@ -1,0 +1,5 @@
+import sys
+
+from capture.cli import main
+
+sys.exit(main())

@@ -1,0 +1,68 @@
+"""Parameter sweeps: one capture per grid point, and a ready ``report.yaml`` for the sweep."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import fields, replace
+from pathlib import Path
+
+import yaml
+
+from capture.tools import CaptureError
+from capture.workloads.params import Params
+
+_TYPES = {f.name: f.type for f in fields(Params)}
+
+
+def parse_grid(items: list[str]) -> dict[str, list]:
+    """``["image_size=224,448", "batch=1,4"]`` → ``{"image_size": [224, 448], "batch": [1, 4]}``."""
+    grid: dict[str, list] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not values.strip():
+            raise CaptureError(f"--grid item {item!r} is not NAME=V1,V2,…")
+        if key not in _TYPES:
+            raise CaptureError(f"--grid: unknown workload parameter {key!r} (one of {', '.join(_TYPES)})")
+        kind = int if _TYPES[key] in ("int", "int | None") else str
+        try:
+            grid[key] = [kind(v.strip()) for v in values.split(",")]
+        except ValueError:
+            raise CaptureError(f"--grid: {key} takes integers, got {values!r}") from None
+    if not grid:
+        raise CaptureError("--grid needs at least one NAME=V1,V2,…")
+    return grid
+
+
+def points(grid: dict[str, list]) -> list[dict]:
+    """Every combination, first key slowest."""
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*grid.values())]
+
+
+def label(point: dict) -> str:
+    """A directory-safe name: ``{"image_size": 224, "batch": 1}`` → ``image-size224_batch1``."""
+    return "_".join(f"{k.replace('_', '-')}{v}" for k, v in point.items())
+
+
+def apply(params: Params, point: dict) -> Params:
+    return replace(params, **point)
+
+
+def report_yaml(workload: str, grid: dict[str, list], runs: list[tuple[dict, str]]) -> str:
+    """One version (``id: sweep``) whose ``sweep:`` lists each config with its run directory."""
+    axes = " × ".join(grid)
+    version = {
+        "id": "sweep",
+        "title": {"en": f"{workload} sweep: {axes}", "zh": f"{workload} 参数扫描：{axes}"},
+        "sweep": [
+            {"label": ", ".join(f"{k}={v}" for k, v in point.items()), "params": point, "runs": [run]}
+            for point, run in runs
+        ],
+    }
+    return yaml.safe_dump({"versions": [version]}, allow_unicode=True, sort_keys=False)
+
+
+def write_report(sweep_dir: Path, workload: str, grid: dict[str, list], runs: list[tuple[dict, str]]) -> Path:
+    path = sweep_dir / "report.yaml"
+    path.write_text(report_yaml(workload, grid, runs))
+    return path

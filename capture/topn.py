@@ -1,0 +1,134 @@
+"""Top-N kernels by GPU time inside the measured stages, overall and per stage.
+
+Per-stage kernel summaries come from the generator's readers (``read(sqlite, stage=…)``); the
+overall list adds the stages up, so warm-up launches (outside every stage) never count.
+Each selected kernel also carries its mangled name(s), the identity ncu filters on.
+"""
+from __future__ import annotations
+
+import lzma
+import shutil
+import sqlite3
+import tempfile
+from contextlib import contextmanager
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from capture.kernel_filter import is_nccl
+from generator.model import ALL_STAGES
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str  # demangled, as nsys reports it
+    short_name: str | None
+    count: int  # launches inside the stage (or all measured stages)
+    total_ns: float
+    time_pct: float  # share of the stage's (or all measured stages') kernel time, 0–100
+
+
+@dataclass(frozen=True)
+class TopN:
+    n: int
+    overall: list[Kernel]
+    per_stage: dict[str, list[Kernel]]
+
+    def selected(self) -> list[Kernel]:
+        """Every kernel in any list, once, overall order first."""
+        seen: dict[str, Kernel] = {}
+        for k in [*self.overall, *(k for ks in self.per_stage.values() for k in ks)]:
+            seen.setdefault(k.name, k)
+        return list(seen.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "n": self.n,
+            ALL_STAGES: [asdict(k) for k in self.overall],
+            "stages": {s: [asdict(k) for k in ks] for s, ks in self.per_stage.items()},
+        }
+
+
+def stage_summaries(sqlite: Path, stages: list[str]) -> dict[str, pd.DataFrame]:
+    """The nsys SQLite reader's kernel summary of each stage (model.KERNEL_SUMMARY_COLUMNS)."""
+    from generator.readers.nsys_sqlite import kernel_summary
+
+    with _plain(sqlite) as plain:
+        table = kernel_summary(plain, stages)
+    return {stage: table[table["stage"] == stage] for stage in stages}
+
+
+def stats_csv_summaries(stats_dir: Path, stages: list[str]) -> dict[str, pd.DataFrame]:
+    """Stopgap while the generator has no nsys SQLite reader: the per-stage
+    ``<stage>_cuda_gpu_kern_sum.csv`` files this capture wrote with nsys 2025 (no short names)."""
+    columns = {"Name": "name", "Instances": "count", "Total Time (ns)": "total_ns"}
+    out = {}
+    for stage in stages:
+        table = pd.read_csv(stats_dir / f"{stage}_cuda_gpu_kern_sum.csv")[list(columns)].rename(columns=columns)
+        out[stage] = table.assign(short_name=None)
+    return out
+
+
+def _top(table: pd.DataFrame, n: int, include_nccl: bool) -> list[Kernel]:
+    total = table["total_ns"].sum()
+    if not include_nccl:
+        table = table[~table["name"].map(is_nccl)]
+    table = table.sort_values(["total_ns", "name"], ascending=[False, True]).head(n)
+    return [
+        Kernel(
+            name=row.name,
+            short_name=row.short_name,
+            count=int(row.count),
+            total_ns=float(row.total_ns),
+            time_pct=float(100.0 * row.total_ns / total) if total else float("nan"),
+        )
+        for row in table.itertuples(index=False)
+    ]
+
+
+def select(summaries: dict[str, pd.DataFrame], n: int, *, include_nccl: bool = False) -> TopN:
+    """Top ``n`` kernels by total GPU time per stage, and over all stages together."""
+    frames = [t[["name", "short_name", "count", "total_ns"]] for t in summaries.values() if t is not None and len(t)]
+    overall = (
+        pd.concat(frames).groupby(["name"], as_index=False, dropna=False)
+        .agg(short_name=("short_name", "first"), count=("count", "sum"), total_ns=("total_ns", "sum"))
+        if frames else pd.DataFrame(columns=["name", "short_name", "count", "total_ns"])
+    )
+    return TopN(
+        n=n,
+        overall=_top(overall, n, include_nccl),
+        per_stage={s: _top(t, n, include_nccl) for s, t in summaries.items()},
+    )
+
+
+@contextmanager
+def _plain(path: Path) -> Iterator[Path]:
+    if path.suffix != ".xz":
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
+        plain = Path(tmp) / path.stem
+        with lzma.open(path) as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        yield plain
+
+
+def mangled_names(sqlite: Path, names: list[str]) -> dict[str, list[str]]:
+    """demangled kernel name → its mangled name(s) in the nsys export (the identity ncu can match)."""
+    wanted = set(names)
+    found: dict[str, list[str]] = {n: [] for n in names}
+    with _plain(sqlite) as plain:
+        con = sqlite3.connect(f"file:{plain}?mode=ro", uri=True)
+        try:
+            rows = con.execute(
+                "SELECT DISTINCT d.value, m.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                "JOIN StringIds d ON d.id = k.demangledName JOIN StringIds m ON m.id = k.mangledName"
+            ).fetchall()
+        finally:
+            con.close()
+    for demangled, mangled in rows:
+        if demangled in wanted and mangled not in found[demangled]:
+            found[demangled].append(mangled)
+    return found

@@ -1,0 +1,75 @@
+"""Workload parameters: one dataclass, its command-line flags, and the way back to flags."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass, fields
+
+
+@dataclass(frozen=True)
+class Params:
+    """What a workload may read. ``None`` means "the preset's default"."""
+
+    device: str = "cuda"
+    dtype: str = "bfloat16"
+    layers: int | None = None
+    batch: int = 1
+    image_size: int | None = None
+    prompt_len: int = 64
+    new_tokens: int = 32
+    attn_impl: str = "sdpa"
+    m: int = 4096
+    n: int = 4096
+    k: int = 4096
+    model: str | None = None
+    warmup: int = 1
+    seed: int = 0
+
+    def torch_dtype(self):  # -> torch.dtype
+        import torch
+
+        return getattr(torch, self.dtype)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+_HELP = {
+    "device": "torch device (cuda, cpu)",
+    "dtype": "weights and activations dtype (bfloat16, float16, float32)",
+    "layers": "decoder/encoder layers (default: the preset's)",
+    "batch": "batch size",
+    "image_size": "input image size in pixels (default: the preset's)",
+    "prompt_len": "prompt tokens before decoding",
+    "new_tokens": "greedy decode steps",
+    "attn_impl": "attention implementation: eager or sdpa",
+    "m": "GEMM rows of a",
+    "n": "GEMM columns of b",
+    "k": "GEMM inner dimension",
+    "model": "local Hugging Face model directory (real weights) instead of random ones",
+    "warmup": "warm-up iterations before the measured one (outside stage ranges)",
+    "seed": "random seed",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one ``--flag`` per Params field to ``parser``."""
+    group = parser.add_argument_group("workload parameters")
+    for f in fields(Params):
+        flag = "--" + f.name.replace("_", "-")
+        kind = int if f.type in ("int", "int | None") else str
+        extra = {"choices": ["eager", "sdpa"]} if f.name == "attn_impl" else {}
+        group.add_argument(flag, dest=f.name, type=kind, default=f.default, help=_HELP[f.name], **extra)
+
+
+def from_namespace(ns: argparse.Namespace) -> Params:
+    return Params(**{f.name: getattr(ns, f.name) for f in fields(Params)})
+
+
+def to_argv(params: Params) -> list[str]:
+    """Flags that make ``from_namespace`` rebuild ``params`` (defaults left out)."""
+    argv: list[str] = []
+    for f in fields(Params):
+        value = getattr(params, f.name)
+        if value != f.default:
+            argv += ["--" + f.name.replace("_", "-"), str(value)]
+    return argv

@@ -1,0 +1,69 @@
+"""NVTX stage ranges: the one way a workload marks its stages.
+
+``stage(name)`` pushes an NVTX range (the ``nvtx`` package, else ``torch.cuda.nvtx``) and tells
+every registered hook. While ``quiet()`` is active (warm-up iterations) stages emit nothing, so
+only the measured iteration carries stage ranges.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+_hooks: list[Callable[[str], None]] = []
+_quiet = 0
+
+
+def _nvtx_backend() -> tuple[Callable[[str], object], Callable[[], object]]:
+    try:
+        import nvtx
+
+        return (lambda name: nvtx.push_range(name)), nvtx.pop_range
+    except ImportError:
+        import torch
+
+        return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+
+
+_push, _pop = _nvtx_backend()
+
+
+def add_hook(hook: Callable[[str], None]) -> None:
+    """Call ``hook(name)`` each time a stage range is entered (not during ``quiet()``)."""
+    _hooks.append(hook)
+
+
+def remove_hook(hook: Callable[[str], None]) -> None:
+    _hooks.remove(hook)
+
+
+@contextmanager
+def range_(name: str) -> Iterator[None]:
+    """A plain NVTX range (not a stage), e.g. ``warmup``."""
+    _push(name)
+    try:
+        yield
+    finally:
+        _pop()
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Run the block inside the NVTX range ``name`` (a measured stage)."""
+    if _quiet:
+        yield
+        return
+    for hook in _hooks:
+        hook(name)
+    with range_(name):
+        yield
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Stages inside this block emit no ranges and call no hooks (warm-up iterations)."""
+    global _quiet
+    _quiet += 1
+    try:
+        yield
+    finally:
+        _quiet -= 1
