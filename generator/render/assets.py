@@ -9,6 +9,7 @@ Load it with ``extra_javascript: [{path: assets/js/kr-charts.js, type: module}]`
 """
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -55,10 +56,32 @@ if (window.document$ && typeof window.document$.subscribe === "function") {
 """
 
 
+def _cache_file() -> Path:
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "kernel-report" / f"vega-bundle-{vl_convert.__version__}.js"
+
+
 @cache
 def vega_bundle() -> str:
-    """The bundled Vega + Vega-Lite + vega-embed source (built once per process: a few seconds)."""
-    return vl_convert.javascript_bundle()
+    """The bundled Vega + Vega-Lite + vega-embed source.
+
+    Bundling takes seconds, and its output depends only on the vl-convert version, so it is kept
+    in the user's cache folder (``$XDG_CACHE_HOME/kernel-report/``) and rebuilt when missing.
+    """
+    cached = _cache_file()
+    try:
+        return cached.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    bundle = vl_convert.javascript_bundle()
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(bundle, encoding="utf-8")
+        os.replace(partial, cached)
+    except OSError:
+        pass  # no writable cache folder: bundle again next time
+    return bundle
 
 
 def write_assets(docs_dir: Path) -> None:

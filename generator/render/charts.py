@@ -182,11 +182,11 @@ def _roof_lines(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate) ->
     high = max([*ais, *ridges]) * 10
     lines = []
     for datapath, peak in sorted(ceilings.items()):
-        label = t("charts.roof", datapath=t(f"datapaths.{datapath}", default=datapath))
+        label = t(f"datapaths.{datapath}", default=datapath)
         ridge = peak / bandwidth
         for order, ai in enumerate((low, ridge, high)):
-            lines.append({"roof": label, "order": order, "ai": _round(float(ai)),
-                          "flops": _round(float(min(peak, ai * bandwidth)))})
+            lines.append({"datapath_label": label, "roof": t("charts.roof", datapath=label), "order": order,
+                          "ai": _round(float(ai)), "flops": _round(float(min(peak, ai * bandwidth)))})
     return lines
 
 
@@ -219,12 +219,13 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
     layers: list[alt.Chart] = []
     lines = _roof_lines(frame, roofs, t)
     if lines:
-        layers.append(alt.Chart(alt.Data(values=lines)).mark_line(color="#555555").encode(
+        layers.append(alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=1.5).encode(
             x=alt.X("ai:Q", scale=alt.Scale(type="log"), title=x_title),
             y=alt.Y("flops:Q", scale=alt.Scale(type="log"), title=y_title, axis=alt.Axis(format="~s")),
-            strokeDash=alt.StrokeDash("roof:N", title=t("charts.roofs")),
+            color=encode["color"],
             order="order:Q",
             detail="roof:N",
+            tooltip=[alt.Tooltip("roof:N", title=t("charts.roofs"))],
         ))
     dots = alt.Chart(alt.Data(values=_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
     if kernel_filter is None:
@@ -233,7 +234,7 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
         layers.append(dots.encode(**{**encode, "color": alt.value("#dddddd"), "shape": encode["shape"],
                                      "tooltip": encode["tooltip"]}))
         layers.append(dots.encode(**encode).transform_filter(kernel_filter))
-    return alt.layer(*layers).resolve_scale(strokeDash="independent").properties(width=WIDTH, height=HEIGHT)
+    return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT)
 
 
 def physical_roofline_chart(chart_slug: str, points: pd.DataFrame, roofs: Mapping[str, Any],

@@ -1,0 +1,152 @@
+"""Charts of the real H200 example: data traced to the result, roofs, ids, determinism, SVG, inline JSON."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import vl_convert
+from helpers_pages import example_result
+
+from generator.render import charts as ch
+from generator.render.pages import build_charts, translator
+
+
+@pytest.fixture(scope="module")
+def result():
+    return example_result()[0]
+
+
+@pytest.fixture(scope="module", params=["en", "zh"])
+def charts(request, result):
+    return request.param, build_charts(result, translator(request.param))
+
+
+def _values(spec: dict) -> list[dict]:
+    """Every inline data row of a (layered) spec."""
+    rows = list(spec.get("data", {}).get("values", []))
+    for layer in spec.get("layer", []):
+        rows += layer.get("data", {}).get("values", [])
+    return rows
+
+
+def test_every_dataset_has_its_chart(charts, result) -> None:
+    _, built = charts
+    assert {f"top-{i}" for i in range(len(result.stages))} <= set(built)
+    assert {f"hist-{k}" for k, v in result.histograms.items() if len(v)} <= {k for k, c in built.items() if c}
+    assert all(built[k] is not None for k in ("roofline-normalized", "roofline-physical",
+                                              "roofline-per-kernel"))
+
+
+def test_ids_have_the_prefix_and_are_unique(charts) -> None:
+    _, built = charts
+    ids = [c.element_id for c in built.values() if c]
+    assert len(ids) == len(set(ids))
+    assert all(re.fullmatch(r"kr-chart-[a-z0-9-]+", i) for i in ids)
+
+
+def test_top_kernel_bars_are_the_result_rows(charts, result) -> None:
+    _, built = charts
+    decode = result.stages.index("decode")
+    rows = _values(built[f"top-{decode}"].spec)
+    top = result.top_kernels["decode"]
+    assert [r["friendly_name"] for r in rows] == list(top["friendly_name"])
+    for row, pct in zip(rows, top["time_pct"]):
+        assert row["time_pct"] == pytest.approx(pct, rel=1e-5)
+
+
+def test_histogram_cells_are_the_kernels(charts, result) -> None:
+    lang, built = charts
+    for key, values in result.histograms.items():
+        if not len(values):
+            continue
+        rows = _values(built[f"hist-{key}"].spec)
+        assert sorted(r["value"] for r in rows) == pytest.approx(sorted(values["value"]), rel=1e-5)
+        assert {r["class_label"] for r in rows} <= {translator(lang)(f"classes.{c}") for c in values["class"]}
+
+
+def test_physical_roofline_roofs_and_datapath_shapes(charts, result) -> None:
+    lang, built = charts
+    t = translator(lang)
+    spec = built["roofline-physical"].spec
+    roofs = result.roofline["roofs"]
+    lines = [r for r in _values(spec) if "roof" in r]
+    bandwidth = roofs["peak_dram_bytes_per_s"]
+    assert {r["datapath_label"] for r in lines} == {t(f"datapaths.{d}") for d in roofs["ceilings"]}
+    for datapath, peak in roofs["ceilings"].items():
+        low, ridge, high = sorted((r for r in lines if r["datapath_label"] == t(f"datapaths.{datapath}")),
+                                  key=lambda r: r["order"])
+        assert low["flops"] == pytest.approx(low["ai"] * bandwidth, rel=1e-5)  # bandwidth slope
+        assert ridge["flops"] == pytest.approx(peak, rel=1e-5) == high["flops"]  # flat compute roof
+        assert ridge["ai"] == pytest.approx(peak / bandwidth, rel=1e-5)
+    points = [r for r in _values(spec) if "arithmetic_intensity" in r]
+    physical = result.roofline["physical"]
+    assert len(points) == int(((physical["arithmetic_intensity"] > 0) & (physical["achieved_flop_per_s"] > 0)).sum())
+    assert {"tensor", "fp32"} <= set(physical["datapath"])  # the H200 capture has both
+    shapes = [layer["encoding"]["shape"]["scale"] for layer in spec["layer"] if "shape" in layer["encoding"]]
+    scale = shapes[0]
+    shape_of = dict(zip(scale["domain"], scale["range"]))
+    assert shape_of[t("datapaths.tensor")] != shape_of[t("datapaths.fp32")]
+    x = spec["layer"][-1]["encoding"]["x"]
+    assert x["scale"]["type"] == "log"
+
+
+def test_per_kernel_roofline_selects_by_a_named_param(charts) -> None:
+    _, built = charts
+    spec = built["roofline-per-kernel"].spec
+    assert [p["name"] for p in spec["params"]] == ["kr_kernel"]
+    options = spec["params"][0]["bind"]["options"]
+    assert options == sorted(options) and spec["params"][0]["value"] == options[0]
+
+
+def test_tooltips_name_class_and_metrics(charts) -> None:
+    _, built = charts
+    spec = built["roofline-normalized"].spec
+    tooltip = [f["field"] for f in spec["layer"][1]["encoding"]["tooltip"]]
+    assert tooltip[:2] == ["friendly_name", "class_label"] and "sm_throughput_pct" in tooltip
+
+
+def test_specs_are_deterministic_and_json_stable(result) -> None:
+    first = build_charts(result, translator("en"))
+    second = build_charts(result, translator("en"))
+    for key, chart in first.items():
+        if chart is None:
+            continue
+        text = json.dumps(chart.spec, sort_keys=True)
+        assert text == json.dumps(second[key].spec, sort_keys=True)
+        assert "param_" not in text and "view_" not in text  # no counter-generated names
+        for row in _values(chart.spec):
+            for value in row.values():
+                if isinstance(value, float):
+                    assert math.isfinite(value) and float(f"{value:.6g}") == value
+
+
+def test_inline_block_cannot_close_its_script(result, tmp_path: Path) -> None:
+    chart = build_charts(result, translator("en"))["roofline-normalized"]
+    spec = json.loads(json.dumps(chart.spec))
+    spec["layer"][1]["data"]["values"][0]["friendly_name"] = "</script><script>alert(1)</script>&"
+    block = ch.chart_block(ch.Chart(chart.slug, spec), "en", "alt")
+    payload = re.search(r'<script type="application/json" id="kr-spec-[^"]+">(.*)</script>', block)[1]
+    assert "<" not in payload and ">" not in payload and "&" not in payload
+    assert json.loads(payload) == spec
+    assert f'id="{chart.element_id}" data-spec-ref="kr-spec-{chart.slug}"' in block
+    assert f"](assets/charts/{chart.slug}-en.svg)" in block
+
+
+def test_svgs_render(result, tmp_path: Path) -> None:
+    charts = build_charts(result, translator("zh"))
+    for key in ("roofline-physical", "hist-duration_us"):
+        path = ch.write_svg(charts[key], "zh", tmp_path)
+        assert path == tmp_path / "assets" / "charts" / f"{charts[key].slug}-zh.svg"
+        svg = path.read_text(encoding="utf-8")
+        assert svg.startswith("<svg") and translator("zh")("charts.kernels" if key.startswith("hist")
+                                                          else "charts.ai_axis") in svg
+
+
+def test_spec_compiles_to_vega(charts) -> None:
+    _, built = charts
+    for chart in built.values():
+        if chart is not None:
+            assert vl_convert.vegalite_to_vega(chart.spec)["$schema"].startswith("https://vega.github.io")
