@@ -1,9 +1,10 @@
 """Profiled kernels and what bounds each one, by a selectable, documented rule.
 
-A *profiled kernel* is one distinct kernel name in the ncu metrics: its profiled launches are
-aggregated by the **mean** of every canonical metric (percentages, durations, bytes, FLOP — means
-over the launches that carry a value; nothing is summed), with ``launches`` the number of launches
-averaged and ``max_duration_ns`` the longest one.
+A *profiled kernel* is one distinct kernel: the nsys kernel its ncu launches joined to, else the ncu
+name. Its profiled launches (from every stage and ncu file) are aggregated by the **mean** of every
+canonical metric (percentages, durations, bytes, FLOP — means over the launches that carry a value;
+nothing is summed), with ``launches`` the number of launches averaged and ``max_duration_ns`` the
+longest one.
 
 Rules (``rule=``), each applied to a kernel's means:
 
@@ -65,30 +66,34 @@ MEAN_METRICS: dict[str, tuple[str, float]] = {
 }
 
 #: per-launch columns carried as the first value seen (identity / nsys join results)
-_FIRST_COLUMNS = ("short_name", "stage", "grid", "block", "summary_name", "stage_time_pct",
-                  "total_ns", "count")
+_FIRST_COLUMNS = ("short_name", "stage", "grid", "block", "summary_stage", "stage_time_pct", "total_ns", "count")
 
 
 def profiled_kernels(metrics: pd.DataFrame, names: dict[str, Any] | None = None) -> pd.DataFrame:
-    """One row per distinct kernel name: mean of each canonical metric over its launches.
+    """One row per distinct kernel: mean of each canonical metric over its launches.
 
-    Adds ``launches``, ``max_duration_ns``, and from ``names`` (name → KernelName) the
-    ``friendly_name``, ``library`` and ``category`` (the raw name / None when not named).
-    Rows are in order of each kernel's first profiled launch.
+    ``name`` is the nsys name the launches joined to (``summary_name``, see join.attach_stage_time)
+    when there is one, else the ncu name; ``ncu_name`` the ncu name of the first launch. Adds
+    ``launches``, ``max_duration_ns``, and from ``names`` (name → KernelName) ``friendly_name``,
+    ``library`` and ``category`` (the raw name / None when not named). Per-launch identity and join
+    columns (stage, stage_time_pct, …) are the first launch's. Rows are in first-launch order.
     """
     names = names or {}
     if metrics.empty:
-        return pd.DataFrame(columns=["name", "friendly_name", "library", "category", "launches",
+        return pd.DataFrame(columns=["name", "friendly_name", "library", "category", "ncu_name", "launches",
                                      "max_duration_ns", *CANONICAL_METRIC_NAMES])
     ordered = metrics.sort_values("launch_id", kind="stable") if "launch_id" in metrics else metrics
     missing = [c for c in CANONICAL_METRIC_NAMES if c not in ordered]
     ordered = ordered.reindex(columns=[*ordered.columns, *missing])
+    key = ordered["summary_name"].fillna(ordered["name"]) if "summary_name" in ordered else ordered["name"]
+    key = key.rename("name")
     numeric = ordered[CANONICAL_METRIC_NAMES].apply(pd.to_numeric, errors="coerce")
-    by_name = numeric.groupby(ordered["name"], sort=False)
-    out = by_name.mean()
-    out.insert(0, "launches", by_name.size())
-    out.insert(1, "max_duration_ns", by_name["duration_ns"].max())
-    groups = ordered.groupby("name", sort=False)
+    by_kernel = numeric.groupby(key, sort=False)
+    out = by_kernel.mean()
+    out.insert(0, "ncu_name", ordered["name"].groupby(key, sort=False).first())
+    out.insert(1, "launches", by_kernel.size())
+    out.insert(2, "max_duration_ns", by_kernel["duration_ns"].max())
+    groups = ordered.groupby(key, sort=False)
     for col in _FIRST_COLUMNS:
         if col in ordered:
             out[col] = groups[col].first()

@@ -37,14 +37,17 @@ class VersionResult:
     top_kernels: dict[str, pd.DataFrame]
     #: kernels.yaml entries (schema of seed 003, descriptions {en, zh})
     kernel_names: list[dict[str, Any]]
-    #: one row per profiled kernel: canonical metrics + name, friendly_name, library, class,
+    #: one row per profiled kernel (classify.profiled_kernels): canonical metrics (means over its
+    #: launches) + name, friendly_name, library, category, ncu_name, launches, class, qualifier,
     #: stage, stage_time_pct (share of its stage's time, from the nsys ↔ ncu join)
     ncu_metrics: pd.DataFrame
     coverage: dict[str, Any]  # {"top_n", "profiled", "missing": [names]}
-    classification: dict[str, Any]  # {"rule", "params", "counts", "class_means", "overall_means"}
+    #: {"rule", "params", "counts", "percent", "class_means", "overall_means"} (classify.class_stats)
+    classification: dict[str, Any]
     top_by_duration: pd.DataFrame
-    histograms: dict[str, pd.DataFrame]  # canonical metric → per-kernel values (friendly_name, class, value)
-    roofline: dict[str, Any]  # {"normalized": df, "physical": df, "roofs": {...}}
+    #: histograms.HISTOGRAMS key → per-kernel values (name, friendly_name, class, value in display unit)
+    histograms: dict[str, pd.DataFrame]
+    roofline: dict[str, Any]  # {"normalized": df, "physical": df, "roofs": {...}} (roofline.roofline_datasets)
     findings: list[Finding]
     gpu: GpuInfo | None
     provenance: list[Provenance]
@@ -59,7 +62,9 @@ class VersionResult:
             "coverage": {k: self.coverage[k] for k in ("top_n", "profiled")},
             "classification": {
                 "rule": self.classification["rule"],
+                "params": self.classification["params"],
                 "counts": self.classification["counts"],
+                "percent": self.classification["percent"],
             },
             "overall_means": self.classification["overall_means"],
             "class_means": self.classification["class_means"],
