@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from generator.cli import main
+from generator.commands import inspect as inspect_command
+
 ROOT = Path(__file__).parent.parent
 DATA = ROOT / "tests" / "data"
 
@@ -117,3 +120,30 @@ def test_all_bad_files_in_one_run_one_line_each(tmp_path):
     lines = done.stderr.splitlines()
     assert [line.split(": ")[1] for line in lines] == [str(p) for p in paths]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="needs Linux /proc")
+def test_unreadable_file_is_one_line():
+    done = inspect("inspect", "/proc/self/mem")  # a regular file whose first read fails with EIO
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: /proc/self/mem: cannot read: Input/output error"]
+
+
+def decode_failure(args):
+    b"\xffabc".decode("utf-8")
+
+
+def missing_file(args):
+    raise FileNotFoundError(2, "No such file or directory", "/nowhere/report.yaml")
+
+
+@pytest.mark.parametrize("command, expected", [
+    (decode_failure, "error: an input is not valid utf-8 text (invalid start byte at byte 0)"),
+    (missing_file, "error: /nowhere/report.yaml: No such file or directory"),
+])
+def test_cli_reports_uncaught_os_and_decode_errors_in_one_line(command, expected, monkeypatch, capsys):
+    monkeypatch.setattr(inspect_command, "run", command)
+    assert main(["inspect", "x"]) == 2
+    assert capsys.readouterr().err.splitlines() == [expected]
+    with pytest.raises((OSError, UnicodeDecodeError)):
+        main(["--debug", "inspect", "x"])
