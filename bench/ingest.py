@@ -1,0 +1,130 @@
+"""Benchmark: our nsys kernel summary vs the plain sqlite3 stats query on ≥ 10 M kernel rows.
+
+    .venv/bin/python bench/ingest.py [--rows 10000000] [--jitter 0] [--source FILE.sqlite[.xz]]
+
+Builds /tmp/…/bench.sqlite by replicating the kernel rows of a real capture with shifted
+timestamps (INSERT … SELECT inside SQLite); ``--jitter N`` adds 0…N-1 ns to each copy's durations
+so that fewer durations repeat. Each query runs in a fresh process (time, peak RSS); both must
+give the same numbers. The database is deleted afterwards. Target: ours ≤ 0.5× and ≤ 1 GiB.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import math
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SOURCE = ROOT / "tests/data/h200-small/small_vlm.nsys.sqlite.xz"
+
+#: The cuda_gpu_kern_sum numbers the straightforward way: window-function median, then GROUP BY.
+PLAIN_SQL = """
+WITH k AS (SELECT demangledName AS nid, end - start AS d FROM CUPTI_ACTIVITY_KIND_KERNEL),
+r AS (SELECT nid, d, row_number() OVER (PARTITION BY nid ORDER BY d) AS rn,
+             count(*) OVER (PARTITION BY nid) AS cnt FROM k),
+m AS (SELECT nid, avg(d) AS med FROM r WHERE rn IN ((cnt + 1) / 2, cnt / 2 + 1) GROUP BY nid),
+s AS (SELECT nid, count(*) AS num, sum(d) AS total, avg(d) AS av, min(d) AS mn, max(d) AS mx,
+             sum(d * d) AS sq FROM k GROUP BY nid)
+SELECT ids.value, num, total, av, m.med, mn, mx,
+       CASE WHEN num > 1 THEN (sq - total * 1.0 * total / num) / (num - 1) ELSE 0.0 END
+FROM s JOIN m USING (nid) JOIN StringIds AS ids ON ids.id = s.nid
+ORDER BY total DESC
+"""
+
+
+def build(source: Path, target: Path, rows: int, jitter: int) -> int:
+    """Copy ``source`` to ``target`` and replicate its kernel rows until there are ≥ ``rows``."""
+    if source.suffix == ".xz":
+        with lzma.open(source) as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    else:
+        shutil.copy(source, target)
+    con = sqlite3.connect(target)
+    con.execute("PRAGMA journal_mode = OFF")
+    con.execute("PRAGMA synchronous = OFF")
+    n, t0, t1, corr = con.execute("SELECT count(*), min(start), max(end), max(correlationId) "
+                                  "FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    copies = math.ceil(rows / n) - 1
+    cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")]
+    shifted = {"start": f"s.start + c.i * {t1 - t0 + 1}",
+               "end": f"s.end + c.i * {t1 - t0 + 1} + (c.i * 7919 + s.rowid) % {max(jitter, 1)}",
+               "correlationId": f"s.correlationId + c.i * {corr + 1}"}
+    select = ", ".join(shifted.get(c, f"s.{c}") for c in cols)
+    con.execute("CREATE TEMP TABLE src AS SELECT rowid, * FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    con.execute(f"""INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT {select} FROM temp.src AS s,
+                    (WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < {copies})
+                     SELECT i FROM r) AS c""")
+    con.commit()
+    total = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    con.close()
+    return total
+
+
+def measure(which: str, db: str) -> None:
+    """Child process: run one summary, print seconds, peak RSS and the result as JSON."""
+    start = time.perf_counter()
+    if which == "ours":
+        sys.path.insert(0, str(ROOT))
+        from generator.readers.nsys_sqlite import kernel_summary
+
+        frame = kernel_summary(db)
+        rows = [[r.name, int(r.count), int(r.total_ns), float(r.med_ns), int(r.min_ns), int(r.max_ns),
+                 float(r.stddev_ns)] for r in frame.itertuples()]
+    else:
+        con = sqlite3.connect(db)
+        rows = [[name, num, total, med, mn, mx, math.sqrt(max(var, 0.0))]
+                for name, num, total, _, med, mn, mx, var in con.execute(PLAIN_SQL)]
+        con.close()
+    seconds = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds": seconds, "rss_bytes": rss, "rows": rows}))
+
+
+def run_child(which: str, db: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--measure", which, str(db)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def same(a: list, b: list) -> bool:
+    key = {r[0]: r for r in b}
+    return len(a) == len(b) and all(
+        r[:6] == key[r[0]][:6] and math.isclose(r[6], key[r[0]][6], rel_tol=1e-6, abs_tol=1e-6) for r in a)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--jitter", type=int, default=0, help="spread copied durations over N ns")
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    parser.add_argument("--measure", nargs=2, metavar=("WHICH", "DB"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        measure(*args.measure)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="kernel-report-bench-", dir="/tmp") as tmp:
+        db = Path(tmp) / "bench.sqlite"
+        start = time.perf_counter()
+        rows = build(args.source, db, args.rows, args.jitter)
+        print(f"built {db.name}: {rows:,} kernel rows from {args.source.name} (jitter {args.jitter} ns) "
+              f"in {time.perf_counter() - start:.1f} s, {db.stat().st_size / 2**20:,.0f} MiB")
+        ours, plain = run_child("ours", db), run_child("plain", db)
+    for label, r in (("ours (one-pass histogram)", ours), ("plain sqlite3 query", plain)):
+        print(f"{label:28s} {r['seconds']:7.2f} s   peak RSS {r['rss_bytes'] / 2**20:6.0f} MiB")
+    ratio = ours["seconds"] / plain["seconds"]
+    agree = same(ours["rows"], plain["rows"])
+    print(f"ratio ours/plain: {ratio:.2f} (target ≤ 0.5); same numbers: {agree}; "
+          f"{len(ours['rows'])} kernel names")
+    return 0 if agree and ratio <= 0.5 and ours["rss_bytes"] <= 2**30 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
