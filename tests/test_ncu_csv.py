@@ -16,7 +16,7 @@ from generator.readers.ncu_csv import READER, read_many, read_ncu_dir
 from tests.conftest import DATA
 
 DECODE_RAW = DATA / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz"
-PREFILL_DETAILS = DATA / "h200-small" / "small_vlm_prefill_ncu_details.csv.xz"
+PREFILL_DETAILS = DATA / "h200-small" / "small_vlm_prefill_export_details.csv.xz"
 ESMM_CSV = DATA / "ESMM-Research" / "metrics.csv"
 LELEUCAS = [DATA / "leleucas-apc" / "gpt2_flashattn_nsight.csv.xz",
             DATA / "leleucas-apc" / "bert_torch_nsight.csv.xz"]
@@ -72,6 +72,10 @@ def test_raw_page_units_and_tensor_columns(decode, decode_rows):
                and "int" not in n]
     for r in range(len(km)):
         assert km["flop_tensor"].iloc[r] == sum(cell(r, n) for n in generic)
+    bf16 = [r for r in range(len(km)) if cell(r, "sm__ops_path_tensor_src_bf16_dst_fp32.sum") > 0]
+    assert bf16 == [21, 22, 23, 36, 38]  # the nvjet GEMMs and cuDNN's flash attention
+    assert [r for r in range(len(km)) if km["tensor_datapath"].iloc[r] == "bf16→fp32"] == bf16
+    assert km["tensor_datapath"].drop(index=bf16).isna().all()
     dense = "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second"
     sparse = "sm__ops_path_tensor_src_bf16_dst_fp32.sum.peak_sustained_elapsed.per_second"
     assert km["peak_tensor_flop_per_s"].iloc[0] == cell(0, dense)

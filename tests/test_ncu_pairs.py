@@ -51,7 +51,7 @@ def _pairs() -> list[tuple[Path, Path]]:
 
 def test_h200_report_and_raw_page_agree():
     rep = read(H200 / "small_vlm_prefill.ncu-rep.xz").kernel_metrics
-    raw = read(H200 / "small_vlm_prefill_ncu_raw.csv.xz").kernel_metrics
+    raw = read(H200 / "small_vlm_prefill_export_raw.csv.xz").kernel_metrics
     assert mismatches(rep, raw, rtol=1e-4, atol=0.01) == []
     # The raw page carries every metric the report gives (nothing lost between the two readers).
     assert (rep[CANONICAL_METRIC_NAMES].notna() == raw[CANONICAL_METRIC_NAMES].notna()).all().all()
@@ -59,7 +59,7 @@ def test_h200_report_and_raw_page_agree():
 
 def test_h200_report_and_details_page_agree():
     rep = read(H200 / "small_vlm_prefill.ncu-rep.xz").kernel_metrics
-    details = read(H200 / "small_vlm_prefill_ncu_details.csv.xz").kernel_metrics
+    details = read(H200 / "small_vlm_prefill_export_details.csv.xz").kernel_metrics
     # The details page prints two decimals in scaled units ("1.76 us", "0.03 %", "1.91 Ghz").
     assert mismatches(rep, details, rtol=0.01, atol=0.01) == []
     assert details["duration_ns"].notna().all() and details["memory_busy_pct"].notna().all()
@@ -67,7 +67,7 @@ def test_h200_report_and_details_page_agree():
 
 def test_mismatches_finds_disagreement():
     rep = read(H200 / "small_vlm_prefill.ncu-rep.xz").kernel_metrics
-    raw = read(H200 / "small_vlm_prefill_ncu_raw.csv.xz").kernel_metrics.copy()
+    raw = read(H200 / "small_vlm_prefill_export_raw.csv.xz").kernel_metrics.copy()
     raw.loc[3, "duration_ns"] *= 1.01
     raw.loc[4, "stage"] = "decode"
     assert mismatches(rep, raw, rtol=1e-4, atol=0.01) == [
