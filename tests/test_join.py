@@ -1,0 +1,127 @@
+"""nsys ↔ ncu join and coverage on the real H200 pair (nsys SQLite vs ncu report and raw CSV)."""
+from __future__ import annotations
+
+import lzma
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from generator.analyses.join import JOIN_COLUMNS, attach_stage_time, base_name, coverage
+from generator.readers.base import read
+from generator.readers.nsys_sqlite import kernel_summary
+
+H200 = Path(__file__).parent / "data" / "h200-small"
+STAGES = ["all", "vision", "projector", "prefill", "decode"]
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory) -> pd.DataFrame:
+    plain = tmp_path_factory.mktemp("join") / "small_vlm.nsys.sqlite"
+    plain.write_bytes(lzma.open(H200 / "small_vlm.nsys.sqlite.xz").read())
+    return kernel_summary(plain, STAGES)
+
+
+@pytest.fixture(scope="module")
+def prefill() -> pd.DataFrame:
+    return read(H200 / "small_vlm_prefill.ncu-rep.xz").kernel_metrics
+
+
+@pytest.fixture(scope="module")
+def decode() -> pd.DataFrame:
+    return read(H200 / "small_vlm_decode_ncu_raw.csv.xz").kernel_metrics
+
+
+def test_base_name_of_every_spelling():
+    assert base_name("void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctorOnSelf_add"
+                     "<float>, std::array<char *, (unsigned long)2>>(int, T2, T3)") == "vectorized_elementwise_kernel"
+    assert base_name("void at::vectorized_elementwise_kernel<4, at::CUDAFunctorOnSelf_add<float>, "
+                     "std::array<char *, 2>>(int, T2, T3)") == "vectorized_elementwise_kernel"
+    assert base_name("vectorized_elementwise_kernel") == "vectorized_elementwise_kernel"
+    assert base_name("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 64, 64>"
+                     "(float*)") == "CatArrayBatchedCopy"
+    assert base_name("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, float>(T13)") == "kernel"
+    assert base_name("nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN") == "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN"
+
+
+def _pair(joined: pd.DataFrame, launch_id: int) -> pd.Series:
+    return joined.set_index("launch_id").loc[launch_id]
+
+
+def test_prefill_report_joins_every_launch(summary, prefill):
+    joined = attach_stage_time(prefill, summary)
+    assert len(joined) == 30
+    assert list(joined.columns[-len(JOIN_COLUMNS):]) == JOIN_COLUMNS
+    assert joined["summary_name"].notna().sum() == 30
+    assert not joined["ambiguous"].any()
+    assert set(joined["summary_stage"]) == {"prefill"}
+    # checked by hand: the nn (not the tn) CUTLASS SIMT GEMM, 3 launches in the 3 prefill runs
+    cutlass = _pair(joined, 4)
+    assert cutlass["summary_name"] == "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)"
+    assert cutlass["count"] == 3
+    nvjet = _pair(joined, 20)
+    assert nvjet["summary_name"] == "nvjet_sm90_tst_64x144_64x8_4x2_h_bz_TNT"
+    assert nvjet["count"] == 54
+    row = summary[(summary["stage"] == "prefill") & (summary["name"] == nvjet["summary_name"])].iloc[0]
+    assert nvjet["stage_time_pct"] == row["time_pct"] and nvjet["total_ns"] == row["total_ns"]
+
+
+def test_decode_raw_csv_joins_despite_ncu_spelling(summary, decode):
+    """ncu's raw CSV drops `native::`/`fusion::` scopes and `(int)` casts; nsys keeps them."""
+    joined = attach_stage_time(decode, summary)
+    assert len(joined) == 40
+    assert joined["summary_name"].notna().sum() == 40
+    assert not joined["ambiguous"].any()
+    lean = _pair(joined, 37)
+    assert lean["name"].startswith("void cudnn::lean_reduction_kernel<0, 0, 0>")
+    assert lean["summary_name"].startswith("void cudnn::fusion::lean_reduction_kernel<(bool)0, (bool)0, (bool)0>")
+    assert lean["count"] == 144
+    mul = _pair(joined, 24)  # BF16 multiply, not the FP32 one nor the BF16 neg of the same base name
+    assert mul["summary_name"].startswith(
+        "void at::native::elementwise_kernel<(int)128, (int)4, void at::native::gpu_kernel_impl_nocast<"
+        "at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor")
+    assert mul["count"] == 576
+    neg = _pair(joined, 25)
+    assert "neg_kernel_cuda" in neg["summary_name"] and neg["count"] == 288
+    index = _pair(joined, 0)
+    assert index["summary_name"].startswith("void at::native::<unnamed>::indexSelectSmallIndex<c10::BFloat16, long, "
+                                            "unsigned int, (int)2, (int)2, (int)-2>")
+    assert index["count"] == 24
+    top = _pair(joined, 21)
+    assert top["summary_name"] == "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN"
+    assert top["stage_time_pct"] == pytest.approx(15.11898, abs=1e-4)
+
+
+def test_short_names_alone_are_ambiguous_not_guessed(summary, prefill):
+    """With only ncu function names, several nsys kernels share `elementwise_kernel`: no match is made."""
+    joined = attach_stage_time(prefill.assign(name=prefill["short_name"]), summary)
+    ambiguous = joined[joined["ambiguous"]]
+    assert len(ambiguous) == 21
+    assert set(ambiguous["short_name"]) == {"vectorized_elementwise_kernel", "elementwise_kernel", "CatArrayBatchedCopy"}
+    assert ambiguous["summary_name"].isna().all() and ambiguous["stage_time_pct"].isna().all()
+    assert ambiguous["count"].isna().all()
+    unique = joined[~joined["ambiguous"]]
+    assert unique["summary_name"].notna().all() and len(unique) == 9
+
+
+def test_launch_without_stage_is_looked_up_in_the_whole_capture(summary, prefill):
+    joined = attach_stage_time(prefill.assign(stage=None), summary)
+    assert set(joined["summary_stage"]) == {"all"}
+    assert joined["summary_name"].notna().all()
+    assert _pair(joined, 19)["count"] == 687  # BF16 multiply over vision + prefill + decode of 3 runs
+
+
+def test_coverage_of_top_kernels(summary, prefill, decode):
+    assert coverage(summary, decode, 10, "decode") == {
+        "top_n": 10,
+        "profiled": 8,
+        "missing": ["nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_splitK_TNT"],
+    }
+    pre = coverage(summary, prefill, 10, "prefill")
+    assert (pre["top_n"], pre["profiled"]) == (10, 7)
+    assert pre["missing"][0] == "nvjet_sm90_tst_128x144_64x6_1x2_h_bz_TNT"
+    assert pre["missing"][2].startswith("cudnn_generated_fort_native_sdpa_sm90_flash_fprop")
+    # decode launches say nothing about prefill kernels
+    assert coverage(summary, decode, 10, "prefill")["profiled"] == 0
+    assert coverage(summary, decode, 100, "projector") == {"top_n": 2, "profiled": 0, "missing": list(
+        summary[summary["stage"] == "projector"]["name"])}
