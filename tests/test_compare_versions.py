@@ -1,0 +1,79 @@
+"""Version comparison on real H200 versions: decode-only ncu (v1) → decode + prefill ncu (v2)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from generator.analyses.compare_versions import change, compare_versions
+from generator.analyses.version import AnalysisSettings, analyze_version
+from test_version import h200_inputs
+
+
+@pytest.fixture(scope="module")
+def v1():
+    return analyze_version("v1", h200_inputs("small_vlm_decode_ncu_raw.csv.xz"), AnalysisSettings())
+
+
+@pytest.fixture(scope="module")
+def v2(v1):
+    inputs = h200_inputs("small_vlm_decode_ncu_raw.csv.xz", "small_vlm_prefill.ncu-rep.xz")
+    return analyze_version("v2", inputs, AnalysisSettings(), previous=v1)
+
+
+def test_change_arithmetic():
+    assert change(10.0, 15.0) == {"previous": 10.0, "current": 15.0, "abs": 5.0, "rel_pct": 50.0}
+    assert change(0, 3)["rel_pct"] is None and change(0, 3)["abs"] == 3
+    assert change(None, 3.0) == {"previous": None, "current": 3.0, "abs": None, "rel_pct": None}
+
+
+def test_newly_profiled_and_coverage(v1, v2):
+    comp = v2.comparison
+    assert comp["previous_version"] == "v1" and comp["rule_changed"] is False
+    before, after = set(v1.ncu_metrics["name"]), set(v2.ncu_metrics["name"])
+    assert [k["name"] for k in comp["newly_profiled"]] == [n for n in v2.ncu_metrics["name"] if n not in before]
+    assert len(comp["newly_profiled"]) == len(after - before) > 0
+    assert comp["kernels_profiled"] == change(len(before), len(after))
+    assert comp["coverage"]["profiled"]["previous"] == v1.coverage["profiled"]
+    assert comp["coverage"]["profiled"]["current"] == v2.coverage["profiled"]
+    assert comp["coverage"]["profiled"]["current"] >= comp["coverage"]["profiled"]["previous"]
+    # newly profiled kernels that got a class are newly classified too
+    assert {k["name"] for k in comp["newly_classified"]} == {k["name"] for k in comp["newly_profiled"]}
+
+
+def test_mean_changes_absolute_and_relative(v1, v2):
+    comp = v2.comparison
+    for key, delta in comp["overall_means"].items():
+        prev, cur = v1.classification["overall_means"][key], v2.classification["overall_means"][key]
+        assert delta["previous"] == prev and delta["current"] == cur
+        assert delta["abs"] == pytest.approx(cur - prev)
+        assert delta["rel_pct"] == pytest.approx((cur - prev) / prev * 100)
+    latency = comp["class_means"]["latency-bound"]["duration_us"]
+    assert latency["abs"] == pytest.approx(v2.classification["class_means"]["latency-bound"]["duration_us"]
+                                           - v1.classification["class_means"]["latency-bound"]["duration_us"])
+    assert comp["counts"]["latency-bound"]["abs"] == v2.classification["counts"]["latency-bound"] - 25
+
+
+def test_longest_kernel_change(v1, v2):
+    longest = v2.comparison["longest_kernel"]
+    assert longest["previous"]["duration_us"] == pytest.approx(v1.top_by_duration["duration_us"].iloc[0])
+    assert longest["current"]["name"] == v2.top_by_duration["name"].iloc[0]
+    assert longest["duration_us"]["abs"] == pytest.approx(
+        v2.top_by_duration["duration_us"].iloc[0] - v1.top_by_duration["duration_us"].iloc[0])
+
+
+def test_class_changes_and_newly_classified_after_missing_data(v1):
+    # v0: the same decode version with one real number removed (the first kernel's SM throughput),
+    # so that kernel is "unknown"; v1 classifies it → newly classified and a class change
+    inputs = h200_inputs("small_vlm_decode_ncu_raw.csv.xz")
+    metrics = inputs.kernel_metrics
+    first = metrics["name"].iloc[0]
+    inputs.kernel_metrics = metrics.assign(sm_throughput_pct=metrics["sm_throughput_pct"].where(metrics["name"] != first,
+                                                                                                 math.nan))
+    v0 = analyze_version("v0", inputs, AnalysisSettings())
+    assert v0.classification["counts"]["unknown"] == 1
+    comp = compare_versions(v0, v1)
+    assert [(k["previous"], k["current"]) for k in comp["newly_classified"]] == [("unknown", "latency-bound")]
+    assert comp["newly_profiled"] == []
+    assert [(c["previous"], c["current"]) for c in comp["class_changes"]] == [("unknown", "latency-bound")]
+    assert comp["class_changes"][0]["friendly_name"] == "Index Select (BF16)"
