@@ -127,7 +127,8 @@ def test_text_output(capsys, monkeypatch):
                      "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN", "12.74", "1.363 ms", str(ESMM_CSV),
                      "9 profiled", "duration_ns"):
         assert expected in out
-    assert max(len(line) for line in out.splitlines()) <= 80  # long kernel names shortened to fit
+    # Long kernel names are shortened to fit; only the file path lines may run longer.
+    assert max(len(line) for line in out.splitlines() if line not in (str(H200_TRACE), str(ESMM_CSV))) <= 80
 
 
 def test_good_and_bad_files_together(tmp_path):

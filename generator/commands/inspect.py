@@ -172,7 +172,7 @@ def _print(console: Console, summary: dict[str, Any]) -> None:
                                       f"{_duration(metrics['total_ns'])} summed duration")
         facts.add_row("ncu metrics", f"{len(metrics['metrics_present'])} of {len(CANONICAL_METRIC_NAMES)}: "
                                      + (", ".join(metrics["metrics_present"]) or "none"))
-    console.print(Text(summary["path"], style="bold"))
+    console.print(Text(summary["path"], style="bold"), soft_wrap=True)
     console.print(facts)
     for kernels in summary.get("kernel_summary", []):
         _print_top(console, f"top {TOP} kernels by total time, stage {kernels['stage']}", kernels["top"])
