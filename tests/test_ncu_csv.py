@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from generator.errors import InputError
 from generator.readers import detect, read
-from generator.readers.ncu_csv import READER, read_many, read_ncu_dir
+from generator.readers.ncu_csv import READER, nvtx_entries, read_many, read_ncu_dir
 from tests.conftest import DATA
 
 DECODE_RAW = DATA / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz"
@@ -238,3 +238,21 @@ def test_details_2021_property(tmp_path, launches, decimals, quoting, data):
     rows[cut_at] = rows[cut_at][:short]
     with pytest.raises(InputError, match=f"line {cut_at + 1}: "):
         READER.read(_write(tmp_path, rows, quoting=quoting))
+
+
+def test_raw_page_ragged_row_names_its_line(tmp_path):
+    rows = _rows(DECODE_RAW)[:8]
+    rows[5] = rows[5][:-1]
+    with pytest.raises(InputError, match="line 6: 2239 fields, expected 2240"):
+        READER.read(_write(tmp_path, rows))
+    with pytest.raises(InputError, match="units row"):
+        READER.read(_write(tmp_path, [rows[0]] + rows[2:]))
+
+
+def test_nvtx_cells():
+    decode = read(DECODE_RAW).kernel_metrics
+    assert set(decode["nvtx"]) == {"<default domain>:decode"}
+    cell = '615  "<default domain>:outer:none:none:none:none:none:none" "<default domain>:a:b:none:none:none:none:none:none"'
+    assert nvtx_entries(cell, start_end=False) == [("<default domain>", "outer"), ("<default domain>", "a:b")]
+    assert nvtx_entries('"3:dom:step:none:none:none:none:none:none"', start_end=True) == [("dom", "step")]
+    assert nvtx_entries("", start_end=False) == []

@@ -17,7 +17,7 @@ from generator.readers import read
 from tests.conftest import DATA, ROOT
 
 H200 = DATA / "h200-small"
-IDENTITY = ["launch_id", "stage", "grid", "block", "device", "cc"]
+IDENTITY = ["launch_id", "stage", "nvtx", "grid", "block", "device", "cc"]
 
 
 def mismatches(rep: pd.DataFrame, exported: pd.DataFrame, *, rtol: float, atol: float) -> list[str]:

@@ -22,7 +22,7 @@ import pandas as pd
 from generator.errors import InputError
 from generator.metric_table import resolve
 from generator.model import Dataset, GpuInfo, Provenance
-from generator.readers.ncu_rep import kernel_metrics_frame
+from generator.readers.ncu_rep import kernel_metrics_frame, nvtx_identity
 from generator.units import parse_number
 
 _LAUNCH = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name"]
@@ -109,33 +109,36 @@ class _Launch:
         return row
 
 
-def _column(header: list[str], names: list[str]) -> None:
+def _require(header: list[str], names: list[str]) -> None:
     for name in names:
         if name not in header:
             raise _RowError(f"missing column {name!r}")
 
 
 def _identity(cells: dict[str, str], nvtx: list[str], line: int) -> tuple[dict, list[str]]:
-    """Identity columns of one launch and the NVTX ranges around it (outer → inner)."""
+    """Identity columns of one launch and every NVTX range name around it."""
     try:
         launch_id = int(parse_number(cells["ID"]))
     except ValueError:
         raise _RowError(f"line {line}: ID {cells['ID']!r} is not an integer") from None
-    ranges: list[str] = []
-    texts: list[str] = []
+    kinds: dict[bool, list[tuple[str, list[str]]]] = {False: [], True: []}
     for column in nvtx:
-        text = cells.get(column, "").strip()
-        if text:
-            texts.append(text)
-            ranges.extend(nvtx_ranges(text))
+        start_end = "Start/Stop_Range" in column
+        for domain, name in nvtx_entries(cells.get(column, ""), start_end=start_end):
+            group = kinds[start_end]
+            if group and group[-1][0] == domain:
+                group[-1][1].append(name)
+            else:
+                group.append((domain, [name]))
+    stage, text, ranges = nvtx_identity(kinds[False], kinds[True])
     device = cells.get("Device", "").strip()
     return {
         "launch_id": launch_id,
         "name": cells["Kernel Name"],
         "short_name": None,
         "mangled_name": None,
-        "stage": ranges[-1] if ranges else None,
-        "nvtx": "; ".join(texts) or None,
+        "stage": stage,
+        "nvtx": text,
         "grid": cells.get("Grid Size") or None,
         "block": cells.get("Block Size") or None,
         "device": int(device) if device.isdigit() else None,
@@ -144,19 +147,21 @@ def _identity(cells: dict[str, str], nvtx: list[str], line: int) -> tuple[dict, 
     }, ranges
 
 
-def nvtx_ranges(text: str) -> list[str]:
-    """Range names of one ncu NVTX cell: `615  "<domain>:name:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg" …`."""
-    names = []
+def nvtx_entries(text: str, *, start_end: bool) -> list[tuple[str, str]]:
+    """(domain, range name) pairs of one ncu NVTX cell, outer → inner. Push/pop cells read
+    `615  "<domain>:name:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg" …` (thread id first);
+    start/end entries carry a range id before the domain."""
+    entries = []
     for entry in re.findall(r'"([^"]*)"', text):
-        head = entry.rsplit(":", 6)[0]  # "<domain>:name" (the name may hold colons)
-        _, sep, name = head.partition(":")
-        if sep and name:
-            names.append(name)
-    return names
+        head = entry.rsplit(":", 6)[0]  # drop the six payload/color/message fields
+        parts = head.split(":", 2 if start_end else 1)
+        if len(parts) == (3 if start_end else 2) and parts[-1]:
+            entries.append((parts[-2], parts[-1]))
+    return entries
 
 
 def _read_raw(header: list[str], reader) -> tuple[str, list[_Launch], list[GpuInfo]]:
-    _column(header, _REQUIRED_RAW)
+    _require(header, _REQUIRED_RAW)
     if len(set(header)) != len(header):
         raise _RowError("unknown ncu CSV layout: repeated column names in a raw-page header")
     try:
@@ -178,7 +183,7 @@ def _read_raw(header: list[str], reader) -> tuple[str, list[_Launch], list[GpuIn
 
 
 def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[GpuInfo]]:
-    _column(header, _REQUIRED_DETAILS)
+    _require(header, _REQUIRED_DETAILS)
     columns = frozenset(c for c in header if not is_nvtx_column(c))
     layout = next((name for name, cols in DETAILS_LAYOUTS.items() if cols == columns), None)
     if layout is None or len(set(header)) != len(header):

@@ -138,26 +138,35 @@ def _dims(action, prefix: str) -> str | None:
     return None if None in dims else f"({dims[0]}, {dims[1]}, {dims[2]})"
 
 
-def _nvtx(action) -> tuple[list[str], str | None]:
-    """All NVTX range names around the launch (outer → inner) and the state as text."""
+def nvtx_identity(push_pop: list[tuple[str, list[str]]], start_end: list[tuple[str, list[str]]]
+                  ) -> tuple[str | None, str | None, list[str]]:
+    """(stage, NVTX text, every range name) from (domain, ranges outer → inner) pairs.
+
+    The stage is the innermost push/pop range, else the last start/end range; the text reads
+    "<domain>:outer/inner", one part per domain and kind, joined by "; ".
+    """
+    parts = [(domain, ranges) for domain, ranges in push_pop + start_end if ranges]
+    names = [name for _, ranges in parts for name in ranges]
+    nested = [ranges[-1] for _, ranges in push_pop if ranges]
+    ends = [ranges[-1] for _, ranges in start_end if ranges]
+    stage = nested[-1] if nested else ends[-1] if ends else None
+    text = "; ".join(f"{domain}:{'/'.join(ranges)}" for domain, ranges in parts) or None
+    return stage, text, names
+
+
+def _nvtx(action) -> tuple[str | None, str | None, list[str]]:
     state = action.nvtx_state()
     if state is None:
-        return [], None
-    names: list[str] = []
-    parts: list[str] = []
-    for domain_id in state.domains():
-        domain = state.domain_by_id(domain_id)
-        ranges = list(domain.push_pop_ranges()) + list(domain.start_end_ranges())
-        if ranges:
-            names.extend(ranges)
-            parts.append(f"{domain.name()}:{'/'.join(ranges)}")
-    return names, "; ".join(parts) or None
+        return None, None, []
+    domains = [state.domain_by_id(i) for i in state.domains()]
+    return nvtx_identity([(d.name(), list(d.push_pop_ranges())) for d in domains],
+                         [(d.name(), list(d.start_end_ranges())) for d in domains])
 
 
 def _launch_row(action, launch_id: int) -> dict:
     import ncu_report
 
-    ranges, nvtx = _nvtx(action)
+    stage, nvtx, ranges = _nvtx(action)
     major = _int(action, "device__attribute_compute_capability_major")
     minor = _int(action, "device__attribute_compute_capability_minor")
     row = {
@@ -165,7 +174,7 @@ def _launch_row(action, launch_id: int) -> dict:
         "name": action.name(ncu_report.IAction.NameBase_DEMANGLED) or action.name(),
         "short_name": action.name(ncu_report.IAction.NameBase_FUNCTION) or None,
         "mangled_name": action.name(ncu_report.IAction.NameBase_MANGLED) or None,
-        "stage": ranges[-1] if ranges else None,
+        "stage": stage,
         "nvtx": nvtx,
         "grid": _dims(action, "launch__grid_dim"),
         "block": _dims(action, "launch__block_dim"),
