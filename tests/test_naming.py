@@ -273,6 +273,28 @@ DOCUMENTED = {
 }
 
 
+CUTLASS3 = (
+    "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<{problem}, cutlass::gemm::collective::"
+    "CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<(int)4, cute::tuple<cute::C<(int)2>, "
+    "cute::C<(int)1>, cute::C<(int)1>>, cutlass::gemm::KernelTmaWarpSpecializedCooperative>, cute::tuple<"
+    "cute::C<(int)128>, cute::C<(int)256>, cute::C<(int)64>>, cutlass::bfloat16_t, cute::tuple<long, cute::C<(int)1>, "
+    "long>, cutlass::bfloat16_t, cute::tuple<long, cute::C<(int)1>, long>>, void>>(T1::Params)"
+)
+
+
+def test_cutlass3_tile_stages_and_cluster_come_from_the_template_arguments():
+    plain = CUTLASS3.format(problem="cute::tuple<int, int, int, int>")
+    grouped = CUTLASS3.format(problem="cutlass::gemm::GroupProblemShape<cute::tuple<int, int, int>>")
+    named = name_kernels([plain, grouped])
+    assert named[plain].friendly_name == "CUTLASS 3 GEMM (BF16, 128x256x64)"
+    assert named[plain].data_shape["tiled"] == {
+        "tile_m": 128, "tile_n": 256, "tile_k": 64, "stages": 4, "cluster": "2x1x1",
+        "shape": "(128, 64), (64, 256) -> (128, 256)",
+    }
+    assert named[grouped].friendly_name == "CUTLASS Grouped GEMM (BF16, 128x256x64)"
+    assert {k.source_lib for k in named.values()} == {"CUTLASS"}
+
+
 def test_documented_library_names():
     for raw, (lib, category, friendly) in DOCUMENTED.items():
         kernel = name_kernels([raw])[raw]

@@ -217,6 +217,10 @@ def _first_op(table: tuple[tuple[str, str], ...], text: str) -> str:
     return "generic"
 
 
+def _present(*values: str | None) -> list[str]:
+    return [v for v in values if v]
+
+
 def _dtype_cpp(text: str) -> str | None:
     """Storage type of a templated kernel: 16-bit types win over float (the accumulator type)."""
     for dtype, pattern in _DTYPES_CPP:
@@ -301,7 +305,7 @@ def _cublas_gemm(p: ParsedName, raw: str) -> _Match | None:
     else:
         tiled = None
     tile_text = [f"{tiled['tile_m']}x{tiled['tile_n']}"] if tiled else []
-    details = [d for d in [_dtype_flat(s)] if d] + tile_text + ([layout[1]] if layout else [])
+    details = _present(_dtype_flat(s)) + tile_text + ([layout[1]] if layout else [])
     return _Match("cublas_gemm", details=details, tiled=tiled)
 
 
@@ -309,7 +313,7 @@ def _cutlass(p: ParsedName, raw: str) -> _Match | None:
     if "Mainloop" in raw or "GemmUniversal" in raw or "cutlass::gemm::kernel" in raw:
         grouped = re.search(r"Group|PtrArray", raw) is not None
         tiled = _cutlass3_tile(raw)
-        details = [d for d in [_dtype_cpp(raw)] if d]
+        details = _present(_dtype_cpp(raw))
         if tiled:
             details.append(f"{tiled['tile_m']}x{tiled['tile_n']}x{tiled['tile_k']}")
         return _Match("cutlass3_grouped" if grouped else "cutlass3_gemm", details=details, tiled=tiled)
@@ -323,7 +327,7 @@ def _cutlass(p: ParsedName, raw: str) -> _Match | None:
             tiled = _gemm_tile(int(tile[1]), int(tile[2]), int(tile[3]), stages=int(tile[4]),
                                layout=layout and layout[1],
                                alignment=int(layout[2]) if layout and layout[2] else None)
-        details = [d for d in [_dtype_flat(s)] if d]
+        details = _present(_dtype_flat(s))
         if tiled:
             details.append(f"{tiled['tile_m']}x{tiled['tile_n']}x{tiled['tile_k']}")
         details += [e for e in ("relu", "gelu", "bias") if f"_{e}_" in s] + ([layout[1]] if layout else [])
@@ -367,7 +371,7 @@ def _cutlass3_tile(raw: str) -> dict | None:
 def _flash(p: ParsedName, raw: str) -> _Match | None:
     if p.base.startswith("fmha_fwd") and "FMHA_kernel_traits" in raw:
         t = re.search(r"FMHA_kernel_traits<" + r",\s*".join([r"(?:\(int\))?(\d+)"] * 5), raw)
-        details = [d for d in [_dtype_cpp(raw)] if d]
+        details = _present(_dtype_cpp(raw))
         if not t:
             return _Match("fmha_v1", details=details)
         seq, hd, step, wm, wn = (int(g) for g in t.groups())
@@ -384,7 +388,7 @@ def _flash(p: ParsedName, raw: str) -> _Match | None:
         family = "flash_bwd"
     else:
         family = "flash_fwd"
-    details = [d for d in [_dtype_cpp(raw)] if d]
+    details = _present(_dtype_cpp(raw))
     t = re.search(r"Flash_(?:fwd|bwd)_kernel_traits<" + r",\s*".join([r"(?:\(int\))?(\d+)"] * 4), raw)
     if not t:
         return _Match(family, details=details)
@@ -399,12 +403,12 @@ def _memeff(p: ParsedName, raw: str) -> _Match | None:
     if m:
         q, k = int(m[4]), int(m[5])
         fixed = {"max_head_dim": k} if m[6] == "rf" else None
-        details = [d for d in [_dtype_flat("_" + m[2])] if d] + [f"{q}x{k}"]
+        details = _present(_dtype_flat("_" + m[2])) + [f"{q}x{k}"]
         return _Match("memeff_fwd" if m[1] == "F" else "memeff_bwd", details=details, fixed=fixed,
                       tiled=_attention_tile(q, k, None))
     if "PyTorchMemEffAttention" in raw or "AttentionKernel<" in raw and "cutlass" in raw:
         family = "memeff_bwd" if "Backward" in raw else "memeff_fwd"
-        return _Match(family, details=[d for d in [_dtype_cpp(raw)] if d])
+        return _Match(family, details=_present(_dtype_cpp(raw)))
     return None
 
 
@@ -426,7 +430,7 @@ def _cudnn(p: ParsedName, raw: str) -> _Match | None:
     cudnn = "cudnn" in raw.lower() or _CUDNN_BARE.match(p.base)
     if cudnn and _CONV.search(raw):
         size = re.search(r"tilesize(\d+)x(\d+)x(\d+)", raw) or re.search(r"scudnn_(?:winograd_)?(\d+)x(\d+)", raw)
-        details = [d for d in [_dtype_cpp(raw) if "<" in raw else _dtype_flat(p.base)] if d]
+        details = _present(_dtype_cpp(raw) if "<" in raw else _dtype_flat(p.base))
         tiled = None
         if size:
             tiled = _gemm_tile(int(size[1]), int(size[2]), int(size[3]) if size.lastindex == 3 else None)
@@ -435,9 +439,9 @@ def _cudnn(p: ParsedName, raw: str) -> _Match | None:
     if not cudnn:
         return None
     if re.search(r"\bbn_(?:fw|bw)", raw):
-        return _Match("cudnn_bn", details=[d for d in [_dtype_cpp(raw)] if d])
+        return _Match("cudnn_bn", details=_present(_dtype_cpp(raw)))
     if re.search(r"nchwToNhwc|nhwcToNchw", raw):
-        return _Match("cudnn_layout", details=[d for d in [_dtype_cpp(raw)] if d])
+        return _Match("cudnn_layout", details=_present(_dtype_cpp(raw)))
     if "reduction" in p.base:
         return _Match("cudnn_reduce")
     return _Match("cudnn_other")
@@ -445,13 +449,12 @@ def _cudnn(p: ParsedName, raw: str) -> _Match | None:
 
 def _cublas_misc(p: ParsedName, raw: str) -> _Match | None:
     if re.search(r"gemv", " ".join((*p.scopes, p.base)), re.IGNORECASE):
-        return _Match("gemv", details=[d for d in [_dtype_cpp(raw)] if d])
-    lt = "cublasLt" in p.scopes or "cublasLt" in raw
+        return _Match("gemv", details=_present(_dtype_cpp(raw)))
     if p.base == "splitKreduce_kernel":
         return _Match("cublaslt_splitk" if "cublasLt" in p.scopes else "cublas_splitk",
-                      details=[d for d in [_dtype_cpp(raw)] if d])
-    if lt and ("epilogue" in p.scopes or "Epilogue" in raw):
-        return _Match("cublaslt_epilogue", details=[d for d in [_dtype_cpp(raw)] if d])
+                      details=_present(_dtype_cpp(raw)))
+    if "cublasLt" in raw and ("epilogue" in p.scopes or "Epilogue" in raw):
+        return _Match("cublaslt_epilogue", details=_present(_dtype_cpp(raw)))
     if "cublasLt" in p.scopes:
         return _Match("cublaslt_other")
     return None
@@ -488,10 +491,10 @@ def _aten(p: ParsedName, raw: str) -> _Match | None:
     aten = p.scopes[:1] == ("at",) or p.scopes[:1] == ("_anon_",) and "at::" in "".join(p.template_args)
     if base.startswith("softmax_warp") or base.startswith("cunn_SoftMax") or aten and "softmax" in base.lower():
         op = "backward" if re.search(r"[Bb]ackward|bwd", base) else "forward"
-        return _Match("aten_softmax", op=op, details=[d for d in [_dtype_cpp(raw)] if d])
+        return _Match("aten_softmax", op=op, details=_present(_dtype_cpp(raw)))
     if not aten:
         return None
-    dtype = [d for d in [_dtype_cpp(raw)] if d]
+    dtype = _present(_dtype_cpp(raw))
     if base.startswith("CatArrayBatchedCopy"):
         variant = "vectorized" if "vectorized" in base else "aligned" if "aligned16" in base else None
         return _Match("aten_cat", details=_cat_details(p), variant=variant)
