@@ -67,7 +67,8 @@ def summarize(ds: Dataset) -> dict[str, Any]:
         "format": prov.format,
         "format_version": prov.format_version,
         "notes": list(prov.notes),
-        "gpus": [dataclasses.asdict(gpu) for gpu in ds.gpus],
+        "gpus": [{k: _number(v) if isinstance(v, float) else v for k, v in dataclasses.asdict(gpu).items()}
+                 for gpu in ds.gpus],
         "stages": _stages(ds),
     }
     if ds.kernel_summary is not None:
