@@ -56,6 +56,8 @@ def head_bytes(path: Path, n: int = 4096) -> bytes:
 def detect(path: str | Path) -> Reader:
     """The reader that claims ``path``; InputError if none or the file is missing."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(path, "is a directory, not a file")
     if not path.is_file():
         raise InputError(path, "no such file")
     head = head_bytes(path)
