@@ -1,0 +1,213 @@
+"""Pages of the real H200 example: every number on them is the result's, in EN and ZH."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import markdown
+import pytest
+import yaml
+from helpers_pages import example_result
+
+from generator.config import VersionMeta
+from generator.model import GpuInfo
+from generator.render.markdown import Numbers, escape_text, name_cell
+from generator.render.pages import PAGES, page_file, page_names, render_page, render_version, translator
+
+#: The Markdown extensions of the site's mkdocs.yml that change structure (ids, tables, admonitions).
+EXTENSIONS = ["tables", "attr_list", "md_in_html", "admonition", "pymdownx.superfences",
+              "toc"]
+EXTENSION_CONFIGS = {"toc": {"slugify": __import__("pymdownx.slugs", fromlist=["slugify"]).slugify(case="lower")}}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory):
+    result, meta = example_result()
+    docs = tmp_path_factory.mktemp("docs")
+    render_version(result, meta, docs, ["en", "zh"])
+    return result, meta, docs
+
+
+def _page(docs: Path, page: str, lang: str) -> str:
+    return (docs / page_file(page, lang, "en")).read_text(encoding="utf-8")
+
+
+def _row(text: str, *cells: str) -> str:
+    """The one table row that starts with ``cells[0]`` and holds the other cells (in order)."""
+    pattern = ".*".join(re.escape(c) for c in cells)
+    hits = [line for line in text.splitlines() if re.match(pattern, line)]
+    assert len(hits) == 1, (cells, hits)
+    return hits[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_page_exists_with_its_heading(rendered, lang: str) -> None:
+    result, _, docs = rendered
+    assert page_names(result) == [p for p in PAGES if p != "comparison"]  # one version: no comparison
+    t = translator(lang)
+    for page in page_names(result):
+        first = _page(docs, page, lang).splitlines()[0]
+        assert first.startswith("# " + t(f"pages.{page}")), first
+    suffixed = sorted(p.name for p in docs.glob("*.zh.md"))
+    assert suffixed == sorted(f"{p}.zh.md" for p in page_names(result))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_top_kernels_rows_are_the_result(rendered, lang: str) -> None:
+    result, _, docs = rendered
+    text = _page(docs, "top-kernels", lang)
+    n = Numbers(translator(lang)("unknown"))
+    for stage, top in result.top_kernels.items():
+        for row in top.to_dict("records"):
+            line = _row(text, f"| {row['rank']} | {name_cell(row['friendly_name'], n.unknown)}",
+                        n.pct(row["time_pct"]), n.ms(row["total_ns"]), n.int(row["count"]), n.us(row["avg_ns"]))
+            assert escape_text(row[f"description_{lang}"]) in line
+    # the decode stage section holds the decode table, the share matches the result row
+    decode = text.split(translator(lang)("stage_heading", stage="decode"))[1]
+    first = result.top_kernels["decode"].iloc[0]
+    assert f"| 1 | {name_cell(first['friendly_name'], n.unknown)} | " in decode.split("\n## ")[0]
+    assert 0 < first["time_pct"] <= 100
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_classification_counts_and_means(rendered, lang: str) -> None:
+    result, _, docs = rendered
+    t, n = translator(lang), Numbers(translator(lang)("unknown"))
+    text = _page(docs, "classification", lang)
+    counts = result.classification["counts"]
+    assert sum(counts.values()) == len(result.ncu_metrics) > 0
+    for cls, count in counts.items():
+        _row(text, f"| {t('classes.' + cls)} | {count} | ", n.pct(result.classification["percent"][cls], 1))
+    for key, value in result.classification["overall_means"].items():
+        line = _row(text, f"| {t('metrics.' + key)} |")
+        assert line.endswith(f" {n.num(value)} |")
+    for kernel in result.ncu_metrics.to_dict("records"):
+        _row(text, f"| {name_cell(kernel['friendly_name'], n.unknown)} | {t('classes.' + kernel['class'])} |",
+             n.pct(kernel["sm_throughput_pct"]), n.us(kernel["duration_ns"]))
+
+
+def test_missing_numbers_say_unknown(rendered) -> None:
+    """A GPU description with only the name (as some inputs give): every other row is unknown."""
+    result, meta, _ = rendered
+    bare = dataclasses.replace(result, gpu=GpuInfo(name=result.gpu.name))
+    for lang, unknown, clock in (("en", "unknown", "Memory clock"), ("zh", "未知", "显存时钟")):
+        text = render_page("index", bare, meta, lang, {})
+        assert _row(text, f"| {clock} | {unknown} |")
+        assert text.count(f"| {unknown} |") >= 7
+        assert _row(text, "| " + translator(lang)("index.gpu_name") + f" | {escape_text(result.gpu.name)} |")
+
+
+def test_overview_provenance_and_gpu(rendered) -> None:
+    result, meta, docs = rendered
+    text = _page(docs, "index", "en")
+    assert meta.title["en"].replace("(", "").replace(")", "") in text.replace("\\", "").replace("(", "").replace(")", "")
+    for prov in result.provenance:
+        _row(text, f"| {escape_text(Path(prov.path).name)} | {escape_text(prov.format)} |", f"`{prov.sha256[:12]}`")
+    assert _row(text, "| SMs |").endswith(f"| {result.gpu.sm_count} |")
+    assert f"{result.coverage['profiled']} of the top {result.coverage['top_n']}" in text
+
+
+def test_roofline_peaks_and_points(rendered) -> None:
+    result, _, docs = rendered
+    text = _page(docs, "roofline", "en")
+    n = Numbers("unknown")
+    roofs = result.roofline["roofs"]
+    _row(text, "| DRAM bandwidth |", n.si(roofs["peak_dram_bytes_per_s"], "B/s"))
+    _row(text, "| Tensor core |", n.si(roofs["ceilings"]["tensor"], "FLOP/s"), n.num(roofs["ridges"]["tensor"]))
+    for point in result.roofline["physical"].to_dict("records"):
+        _row(text, f"| {name_cell(point['friendly_name'], 'unknown')} |",
+             n.num(point["arithmetic_intensity"], 3), n.si(point["achieved_flop_per_s"], "FLOP/s"))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_findings_by_kind(rendered, lang: str) -> None:
+    from generator.analyses.findings import render_finding
+
+    result, _, docs = rendered
+    t = translator(lang)
+    text = _page(docs, "findings", lang)
+    assert result.findings
+    sections = {
+        "finding": text.split("## " + t("findings.findings"))[1].split("\n## ")[0],
+        "recommendation": text.split("## " + t("findings.recommendations"))[1].split("\n## ")[0],
+        "hardware": text.split("## " + t("findings.hardware"))[1],
+    }
+    for finding in result.findings:
+        escaped = dataclasses.replace(finding, kernels=tuple(escape_text(k) for k in finding.kernels))
+        assert render_finding(escaped, lang) in sections[finding.kind]
+
+
+def test_appendix_names_and_yaml(rendered) -> None:
+    result, _, docs = rendered
+    text = _page(docs, "appendix", "en")
+    for entry in result.kernel_names:
+        assert escape_text(entry["raw_name"]) in text
+    yaml_text = (docs / "data" / "kernels.yaml").read_text(encoding="utf-8")
+    assert "```yaml\n" + yaml_text.rstrip() + "\n```" in text
+    assert len(yaml.safe_load(yaml_text)) == len(result.kernel_names)
+
+
+def test_downloads_link_the_data_files(rendered) -> None:
+    result, _, docs = rendered
+    text = _page(docs, "downloads", "zh")
+    for name in ("top_kernels.csv", "kernels.yaml", "ncu_metrics.csv", "summary.json"):
+        assert (docs / "data" / name).is_file()
+        assert f"](data/{name})" in text
+    summary = json.loads((docs / "data" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["kernels_profiled"] == len(result.ncu_metrics)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_headings_never_collide_with_chart_ids(rendered, lang: str) -> None:
+    result, _, docs = rendered
+    chart_ids: list[str] = []
+    for page in page_names(result):
+        html = markdown.markdown(_page(docs, page, lang), extensions=EXTENSIONS,
+                                 extension_configs=EXTENSION_CONFIGS)
+        headings = re.findall(r'<h[1-6] id="([^"]+)"', html)
+        assert headings and not [h for h in headings if h.startswith("kr-")]
+        ids = [(b, a) for a, b in re.findall(r'<div class="kr-chart" data-spec-ref="([^"]+)" id="([^"]+)"', html)]
+        for chart_id, spec_id in ids:
+            assert f'<script type="application/json" id="{spec_id}">' in html
+            svg = re.search(rf'id="{chart_id}".*?<img alt="[^"]*" src="([^"]+)"', html, re.S)[1]
+            assert svg.endswith(f"-{lang}.svg") and (docs / svg).is_file()
+        chart_ids += [i for i, _ in ids]
+        assert len(set(headings) & {i for i, _ in ids}) == 0
+    assert len(chart_ids) == len(set(chart_ids)) > 20
+
+
+def test_zh_pages_use_zh_words(rendered) -> None:
+    _, _, docs = rendered
+    zh = translator("zh")
+    text = _page(docs, "classification", "zh")
+    assert "## " + zh("classification.method") in text and "Mean metrics per class" not in text
+    assert "classes." not in text and "metrics." not in text
+
+
+def test_comparison_page_for_a_second_version(tmp_path: Path) -> None:
+    result, meta = example_result()
+    from generator.analyses.compare_versions import compare_versions
+
+    second = dataclasses.replace(result, version_id="v2")
+    second.comparison = compare_versions(result, second)
+    v2 = VersionMeta("v2", {"en": "V2", "zh": "第二版"}, meta.latest.date)
+    meta2 = dataclasses.replace(meta, versions=(*meta.versions, v2))
+    render_version(second, meta2, tmp_path, ["en", "zh"])
+    assert "comparison" in page_names(second)
+    text = (tmp_path / "comparison.md").read_text(encoding="utf-8")
+    profiled = len(result.ncu_metrics)
+    assert _row(text, "| Kernels profiled |").startswith(f"| Kernels profiled | {profiled} | {profiled} | +0.00 | +0.0% |")
+    assert "**v1** to **v2**" in text
+    zh = (tmp_path / "comparison.zh.md").read_text(encoding="utf-8")
+    assert zh.startswith("# 版本对比")
+
+
+def test_rendering_is_deterministic(rendered, tmp_path: Path) -> None:
+    result, meta, docs = rendered
+    render_version(result, meta, tmp_path, ["en", "zh"])
+    first = {p.relative_to(docs): p.read_bytes() for p in docs.rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert first.keys() == second.keys()
+    assert [k for k in first if first[k] != second[k]] == []
