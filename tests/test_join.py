@@ -1,6 +1,8 @@
 """nsys ↔ ncu join and coverage on the real H200 pair (nsys SQLite vs ncu report and raw CSV)."""
 from __future__ import annotations
 
+import gzip
+import json
 import lzma
 from pathlib import Path
 
@@ -125,3 +127,19 @@ def test_coverage_of_top_kernels(summary, prefill, decode):
     assert coverage(summary, decode, 10, "prefill")["profiled"] == 0
     assert coverage(summary, decode, 100, "projector") == {"top_n": 2, "profiled": 0, "missing": list(
         summary[summary["stage"] == "projector"]["name"])}
+
+
+def test_ncu_launches_join_a_kineto_summary_too(decode):
+    """Kineto spells lambdas `{lambda()#2}` and substitutes template parameters in enclosing
+    functions' parameter lists; the join still finds each launch's one kernel."""
+    trace = H200 / "small_vlm_torch_trace.json.gz"
+    joined = attach_stage_time(decode, read(trace).kernel_summary).set_index("launch_id")
+    assert joined["summary_name"].notna().sum() == 40 and not joined["ambiguous"].any()
+    mul = joined.loc[24]
+    assert mul["summary_name"].startswith(
+        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor"
+        "<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> > >")
+    with gzip.open(trace, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    assert mul["count"] == sum(e.get("cat") == "kernel" and e["name"] == mul["summary_name"] for e in events) == 421
+    assert joined.loc[37, "summary_name"].startswith("void cudnn::fusion::lean_reduction_kernel<false, false, false>")

@@ -119,8 +119,25 @@ def canonical(text: str) -> str:
     text = re.sub(r"\bfalse\b", "0", text)
     text = _INT_SUFFIX.sub(r"\1", text)
     text = _SCOPES.sub("", text)
-    text = re.sub(r"\bconst\b", "", text)
-    return re.sub(r"\s+", "", text)
+    text = re.sub(r"\b(?:const|void)\b", "", text)
+    text = re.sub(r"\s+", "", text)
+    return _drop_scope_parameters(text)
+
+
+def _drop_scope_parameters(text: str) -> str:
+    """`f(at::TensorIteratorBase &, const T1 &)::lambda` → `f()::lambda`: nsys prints template
+    parameters in an enclosing function's parameter list where Kineto prints the substituted types."""
+    end = text.find(")::")
+    while end >= 0:
+        depth, start = 0, end
+        while start >= 0:
+            depth += {")": 1, "(": -1}.get(text[start], 0)
+            if depth == 0:
+                break
+            start -= 1
+        text = text[: max(start, 0)] + "()" + text[end + 1 :]
+        end = text.find(")::", max(start, 0) + 2)
+    return text
 
 
 # ---------------------------------------------------------------- patterns → family, op, params
