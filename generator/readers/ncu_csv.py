@@ -91,7 +91,7 @@ class NcuCsvReader:
 
 
 class _RowError(Exception):
-    """A problem at one line of the CSV (turned into InputError by the reader)."""
+    """What is wrong with the CSV's header or a line of it (the reader raises it as InputError)."""
 
 
 @dataclasses.dataclass
