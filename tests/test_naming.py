@@ -11,6 +11,8 @@ from pathlib import Path
 
 import ncu_report
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import yaml
 
 from generator.analyses.naming import CATEGORIES, canonical, kernels_yaml, name_kernels, parse_name
@@ -341,3 +343,11 @@ def test_kernels_yaml_round_trips_with_the_schema(fixture_names):
     top = entries[0]
     assert top["friendly_name"] == "nvjet GEMM (8x64x64, 2x1, TNN)"
     assert top["data_shape"]["tiled"]["stages"] == 16
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="<>()[]{}:,# _abcTv01", max_size=40), max_size=8))
+def test_any_text_gets_a_unique_name_without_error(raws):
+    named = name_kernels(raws)
+    assert list(named) == list(dict.fromkeys(raws))
+    assert len({k.friendly_name for k in named.values()}) == len(named)
