@@ -110,8 +110,11 @@ def _stats(nsys: str, lay: cmd.RunLayout, stages: list[str], man: Manifest) -> N
     with man.phase("nsys_stats", [cmd.nsys_stats(nsys, lay, r, p, stage=s) for p, s, r in jobs]):
         for prefix, stage, reports in jobs:
             _tool(f"nsys_stats_{prefix}", cmd.nsys_stats(nsys, lay, reports, prefix, stage=stage), lay)
-        for report in cmd.NSYS_EXTRA_REPORTS:  # all_nvtx_sum.csv → nvtx_sum.csv (the contract's name)
-            (lay.stats / f"all_{report}.csv").rename(lay.stats / f"{report}.csv")
+            for report in reports:  # nsys names them <prefix>_<report>[_nvtx=<stage>].csv
+                target = lay.kern_sum_csv(prefix) if report == cmd.NSYS_STATS_REPORT else lay.stats / f"{report}.csv"
+                written = sorted(lay.stats.glob(f"{prefix}_{report}*.csv"))
+                if len(written) == 1 and written[0] != target:
+                    written[0].rename(target)
         missing = [p.name for p in [*(lay.kern_sum_csv(s) for s in ["all", *stages]),
                                     *(lay.stats / f"{r}.csv" for r in cmd.NSYS_EXTRA_REPORTS)] if not p.is_file()]
         if missing:
