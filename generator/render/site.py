@@ -31,9 +31,10 @@ from rich.progress import Progress
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.config import ReportConfig, ReportMeta, VersionConfig, load_report, report_meta
 from generator.errors import InputError
-from generator.inputs import InputCache, version_inputs
+from generator.inputs import InputCache
 from generator.render.assets import MODULE as CHARTS_MODULE
 from generator.render.pages import page_file, page_names, render_version
+from generator.sweep_inputs import sweep_version
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _ENV = jinja2.Environment(
@@ -92,9 +93,6 @@ def _jobs(report_files: list[Path]) -> list[ReportJob]:
     for path, config in configs:
         if ids.count(config.id) > 1:
             raise InputError(path, f"report id {config.id!r} is used by another report of this build")
-        for index, version in enumerate(config.versions):
-            if not (version.runs or version.inputs.nsys or version.inputs.ncu or version.inputs.torch):
-                raise InputError(path, f"versions[{index}]: a sweep-only version cannot be built yet")
     prefix = (lambda c: "") if len(configs) == 1 else (lambda c: f"{c.id}/")
     return [ReportJob(path, config, prefix(config)) for path, config in configs]
 
@@ -110,9 +108,11 @@ def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path
     previous = None
     for index, version in enumerate(config.versions):
         step(f"{config.id}/{version.id}: reading inputs")
-        inputs = version_inputs(version, cache, job.path, index)
+        inputs, sweep = sweep_version(version, cache, job.path, index)
         step(f"{config.id}/{version.id}: analyzing")
         result = analyze_version(version.id, inputs, settings, previous)
+        if sweep is not None:
+            result.extra["sweep"] = sweep
         step(f"{config.id}/{version.id}: rendering and building")
         docs = src / version.id / "docs"
         render_version(result, meta, docs, list(meta.langs))
@@ -147,7 +147,8 @@ def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionCon
 
 
 def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) -> None:
-    """`mkdocs build --strict` of one version into ``site_dir``; InputError with the warnings if it fails."""
+    """`mkdocs build --strict` of one version into ``site_dir`` (less its 404 page); InputError with
+    the warnings if it fails."""
     epoch = int(datetime.datetime.combine(date, datetime.time(), datetime.timezone.utc).timestamp())
     collected = _WarningCollector()
     logger = logging.getLogger("mkdocs")
@@ -157,6 +158,13 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) ->
     try:
         config = load_config(config_file=str(mkdocs_yml), site_dir=str(site_dir), strict=True)
         mkdocs_build(config)
+        # A 404 page only works at the root of a host; in a version folder its links point nowhere.
+        (site_dir / "404.html").unlink(missing_ok=True)
+        # Material fetches sitemap.xml next to each language alternate (<lang>/…); i18n writes one.
+        for lang in config.plugins["i18n"].config.languages:
+            if not lang.default:
+                for name in ("sitemap.xml", "sitemap.xml.gz"):
+                    shutil.copyfile(site_dir / name, site_dir / lang.locale / name)
     except (MkDocsException, SystemExit) as exc:
         problems = "; ".join(collected.messages) or str(exc)
         raise InputError(mkdocs_yml, f"mkdocs build --strict failed: {problems}") from None

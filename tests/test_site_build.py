@@ -1,0 +1,240 @@
+"""The versioned site build of the bundled example: layout, languages, versions.json, determinism,
+committed sources up to date, and atomicity (a failing build leaves the previous site untouched)."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from mkdocs.config import load_config
+from pandas.testing import assert_frame_equal
+
+from conftest import DATA, ROOT, BuiltSite
+from generator.cli import main
+from generator.config import load_report
+from generator.errors import InputError
+from generator.inputs import InputCache, version_inputs
+
+pytestmark = pytest.mark.slow
+
+
+def tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.relative_to(root).as_posix().startswith(skip)
+    }
+
+
+def test_versions_json_and_redirect(example_site: BuiltSite) -> None:
+    config = load_report(example_site.report)
+    versions = json.loads((example_site.site / "versions.json").read_text(encoding="utf-8"))
+    ids = [v.id for v in config.versions]
+    assert [v["version"] for v in versions] == ids[::-1]  # newest first
+    assert versions[0]["aliases"] == ["latest"] and all(v["aliases"] == [] for v in versions[1:])
+    assert [v["title"] for v in versions] == [v.title.en for v in config.versions][::-1]
+    index = (example_site.site / "index.html").read_text(encoding="utf-8")
+    assert f'url={ids[-1]}/index.html"' in index and "://" not in index
+    assert sorted(p.name for p in example_site.site.iterdir() if p.is_dir()) == sorted(ids)
+
+
+def test_every_page_in_both_languages(example_site: BuiltSite) -> None:
+    config = load_report(example_site.report)
+    for version in config.versions:
+        docs = example_site.src / config.id / version.id / "docs"
+        english = sorted(p.relative_to(docs) for p in docs.rglob("*.md") if not p.name.endswith(".zh.md"))
+        assert english, f"no pages for {version.id}"
+        for page in english:
+            assert (docs / page).with_suffix(".zh.md").is_file(), page
+        built = example_site.site / version.id
+        en_html = {p.relative_to(built).as_posix() for p in built.rglob("*.html")
+                   if not p.relative_to(built).as_posix().startswith("zh/")}
+        zh_html = {p.relative_to(built / "zh").as_posix() for p in (built / "zh").rglob("*.html")}
+        assert en_html == zh_html and len(en_html) == len(english)
+        for page in sorted(en_html):
+            assert '<html lang="en"' in (built / page).read_text(encoding="utf-8")
+            zh = (built / "zh" / page).read_text(encoding="utf-8")
+            assert '<html lang="zh"' in zh and 'hreflang="en"' in zh
+
+
+def test_search_index_segments_chinese(example_site: BuiltSite) -> None:
+    config = load_report(example_site.report)
+    index = json.loads((example_site.site / config.versions[-1].id / "search" / "search_index.json").read_text())
+    assert index["config"]["lang"] == ["en", "zh"] and "\\u200b" in index["config"]["separator"]
+    zh = [doc for doc in index["docs"] if doc["location"].startswith("zh/")]
+    assert zh and any("\u200b" in doc["text"] for doc in zh)  # jieba-segmented words
+    assert any(re.search(r"#.*[\u4e00-\u9fff]", doc["location"]) for doc in zh)  # Chinese anchors kept
+
+
+def test_version_config_and_sitemap_dates(example_site: BuiltSite) -> None:
+    config = load_report(example_site.report)
+    for version in config.versions:
+        mkdocs_yml = example_site.src / config.id / version.id / "mkdocs.yml"
+        loaded = load_config(config_file=str(mkdocs_yml))
+        assert loaded.theme["font"] is False and loaded.extra["version"]["provider"] == "mike"
+        i18n = loaded.plugins["i18n"].config
+        assert i18n.docs_structure == "suffix"
+        assert [(lang.locale, lang.name) for lang in i18n.languages] == [("en", "English"), ("zh", "简体中文")]
+        assert loaded.mdx_configs["toc"]["slugify"]("内核 Top 20", "-") == "内核-top-20"
+        sitemap = gzip.decompress((example_site.site / version.id / "sitemap.xml.gz").read_bytes()).decode()
+        assert set(re.findall(r"<lastmod>(.*?)</lastmod>", sitemap)) == {version.date.isoformat()}
+
+
+def test_site_url_reaches_each_version(tmp_path: Path) -> None:
+    from generator.config import report_meta
+    from generator.render.site import write_mkdocs_config
+
+    config = load_report(ROOT / "examples" / "small-vlm-h200" / "report.yaml")
+    meta = report_meta(config, "https://org.github.io/repo/", ["en", "zh"])
+    (tmp_path / "docs").mkdir()
+    text = write_mkdocs_config(Path("report.yaml"), meta, config.versions[0], tmp_path, ["index.md"]).read_text()
+    assert f'site_url: "https://org.github.io/repo/{config.versions[0].id}/"' in text
+
+
+def test_build_is_deterministic(example_site: BuiltSite, tmp_path: Path) -> None:
+    assert main(["build", "--out", str(tmp_path / "site"), "--src", str(tmp_path / "src")]) == 0
+    first, second = tree(example_site.site), tree(tmp_path / "site")
+    assert first.keys() == second.keys()
+    assert [name for name in first if first[name] != second[name]] == []
+    assert tree(example_site.src) == tree(tmp_path / "src")
+
+
+def test_committed_site_src_is_up_to_date(example_site: BuiltSite) -> None:
+    """site_src/ of the bundled example is committed so `mkdocs serve` works right after clone."""
+    report_id = load_report(example_site.report).id
+    committed = ROOT / "site_src" / report_id
+    generated = tree(example_site.src / report_id)
+    assert tree(committed, skip=tuple(f"{v}/site/" for v in {p.split("/")[0] for p in generated})) == generated, (
+        "run `python -m generator build` and commit site_src/"
+    )
+
+
+def test_root_mkdocs_yml_serves_the_latest_version() -> None:
+    config = load_report(ROOT / "examples" / "small-vlm-h200" / "report.yaml")
+    latest = ROOT / "site_src" / config.id / config.versions[-1].id
+    raw = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert (ROOT / raw["INHERIT"]).resolve() == latest / "mkdocs.yml"
+    loaded = load_config(config_file=str(ROOT / "mkdocs.yml"))
+    assert Path(loaded.docs_dir).resolve() == latest / "docs"
+    assert [lang.locale for lang in loaded.plugins["i18n"].config.languages] == ["en", "zh"]
+
+
+def test_failed_build_leaves_previous_site_untouched(example_site: BuiltSite, tmp_path: Path) -> None:
+    out, src = tmp_path / "site", tmp_path / "site_src"
+    shutil.copytree(example_site.site, out)
+    shutil.copytree(example_site.src, src)
+    before, before_src = tree(out), tree(src)
+    truncated = tmp_path / "decode_ncu_raw.csv.xz"
+    raw = (DATA / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz").read_bytes()
+    truncated.write_bytes(raw[: len(raw) // 2])
+    h200 = DATA / "h200-small"
+    path = tmp_path / "report.yaml"
+    path.write_text(f"""
+id: broken-second-version
+title: {{en: Broken, zh: 损坏}}
+versions:
+  - id: v1
+    title: {{en: V1, zh: 第一版}}
+    date: 2026-11-20
+    inputs: {{nsys: ["{h200}/small_vlm.nsys.sqlite.xz"], ncu: ["{h200}/small_vlm_prefill.ncu-rep.xz"]}}
+  - id: v2
+    title: {{en: V2, zh: 第二版}}
+    date: 2026-11-21
+    inputs: {{nsys: ["{h200}/small_vlm.nsys.sqlite.xz"], ncu: ["{truncated}"]}}
+""", encoding="utf-8")
+    assert main(["build", str(path), "--out", str(out), "--src", str(src)]) == 2
+    assert tree(out) == before and tree(src) == before_src
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["decode_ncu_raw.csv.xz", "report.yaml", "site", "site_src"]
+
+
+# --- inputs: explicit files and capture run directories → VersionInputs ---------------------------
+
+def run_dir(tmp_path: Path, stages: list[str]) -> Path:
+    """A capture run directory (the capture contract) made of the real H200 fixture files."""
+    run = tmp_path / "runs" / "h200"
+    (run / "nsys").mkdir(parents=True)
+    (run / "ncu").mkdir()
+    h200 = DATA / "h200-small"
+    shutil.copy(h200 / "small_vlm.nsys.sqlite.xz", run / "nsys" / "report.sqlite.xz")
+    shutil.copy(h200 / "small_vlm_prefill.ncu-rep.xz", run / "ncu" / "report.ncu-rep.xz")
+    shutil.copy(h200 / "small_vlm_decode_ncu_raw.csv.xz", run / "ncu" / "raw.csv.xz")
+    (run / "manifest.json").write_text(json.dumps({"stages": stages, "top_n": 20}), encoding="utf-8")
+    return run
+
+
+def test_explicit_inputs_of_the_example() -> None:
+    report = ROOT / "examples" / "small-vlm-h200" / "report.yaml"
+    config = load_report(report)
+    with InputCache() as cache:
+        inputs = version_inputs(config.versions[0], cache, report, 0)
+        again = cache.read(DATA / "h200-small" / "small_vlm_prefill.ncu-rep.xz")
+    summary = inputs.kernel_summary
+    assert list(dict.fromkeys(summary["stage"])) == ["all", "vision", "projector", "prefill", "decode"]
+    assert not summary.duplicated(["stage", "name"]).any()
+    for stage, rows in summary.groupby("stage"):
+        assert rows["time_pct"].sum() == pytest.approx(100.0), stage
+    metrics = inputs.kernel_metrics
+    assert metrics["stage"].value_counts().to_dict() == {"decode": 40, "prefill": 30}
+    # the .ncu-rep keeps its own launch ids; the raw CSV's (also 0…) move past them
+    assert list(metrics["launch_id"]) == list(range(70))
+    assert again.kernel_metrics is not None and list(again.kernel_metrics["launch_id"]) == list(range(30))
+    paths = [p.path for p in inputs.provenance]
+    assert paths == [
+        "../../tests/data/h200-small/small_vlm.nsys.sqlite.xz",
+        "../../tests/data/h200-small/small_vlm_prefill.ncu-rep.xz",
+        "../../tests/data/h200-small/small_vlm_decode_ncu_raw.csv.xz",
+        "../../tests/data/h200-small/small_vlm_torch_trace.json.gz",
+    ]
+    for provenance in inputs.provenance:
+        assert provenance.sha256 == hashlib.sha256((report.parent / provenance.path).read_bytes()).hexdigest()
+    assert inputs.gpus[0].name == "NVIDIA H200" and inputs.gpus[0].sm_count == 132
+    assert inputs.manifest is None
+
+
+def test_run_directory_matches_explicit_inputs(tmp_path: Path) -> None:
+    stages = ["vision", "projector", "prefill", "decode"]
+    run = run_dir(tmp_path, stages)
+    report = tmp_path / "report.yaml"
+    report.write_text("""
+id: run
+title: {en: Run, zh: 运行}
+versions:
+  - {id: v1, title: {en: V1, zh: 一}, date: 2026-11-21, runs: [runs/h200]}
+""", encoding="utf-8")
+    example = ROOT / "examples" / "small-vlm-h200" / "report.yaml"
+    with InputCache() as cache:
+        from_run = version_inputs(load_report(report).versions[0], cache, report, 0)
+        explicit = version_inputs(load_report(example).versions[0], cache, example, 0)
+    assert from_run.manifest == {"stages": stages, "top_n": 20}
+    assert_frame_equal(from_run.kernel_summary, explicit.kernel_summary)
+    # the .ncu-rep is preferred over raw.csv: prefill launches only
+    assert set(from_run.kernel_metrics["stage"]) == {"prefill"} and len(from_run.kernel_metrics) == 30
+    assert [p.path for p in from_run.provenance] == ["runs/h200/nsys/report.sqlite.xz", "runs/h200/ncu/report.ncu-rep.xz"]
+
+
+def test_bad_inputs_name_the_file(tmp_path: Path) -> None:
+    run = run_dir(tmp_path, ["prefill", "no-such-range"])
+    report = tmp_path / "report.yaml"
+    report.write_text("""
+id: run
+title: {en: Run, zh: 运行}
+versions:
+  - {id: v1, title: {en: V1, zh: 一}, date: 2026-11-21, runs: [runs/h200]}
+  - {id: v2, title: {en: V2, zh: 二}, date: 2026-11-22, inputs: {ncu: [cut.ncu-rep.xz]}}
+""", encoding="utf-8")
+    raw = (DATA / "h200-small" / "small_vlm_prefill.ncu-rep.xz").read_bytes()
+    (tmp_path / "cut.ncu-rep.xz").write_bytes(raw[:1000])
+    config = load_report(report)
+    with InputCache() as cache:
+        with pytest.raises(InputError, match=r"report\.sqlite\.xz: NVTX range 'no-such-range'"):
+            version_inputs(config.versions[0], cache, report, 0)
+        with pytest.raises(InputError, match=r"cut\.ncu-rep\.xz: corrupt or truncated xz"):
+            version_inputs(config.versions[1], cache, report, 1)
+    (run / "manifest.json").write_text('{"stages": "prefill"}', encoding="utf-8")
+    with InputCache() as cache, pytest.raises(InputError, match="manifest.json: no 'stages' list"):
+        version_inputs(config.versions[0], cache, report, 0)
