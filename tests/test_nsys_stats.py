@@ -213,3 +213,39 @@ def test_property_garbage_rows_raise_input_error_not_crash(tmp_path: Path, cells
         assert "\n" not in str(exc)
     else:
         assert len(ds.kernel_summary) == sum(1 for row in cells if row != [])
+
+
+def _console(report: str, header: list[str], rows: list[list[str]]) -> str:
+    """A table laid out the way nsys prints it: numbers right-aligned, the last column left-aligned."""
+    widths = [max(len(c) for c in col) for col in zip(header, *rows)]
+
+    def line(cells: list[str], centre: bool = False) -> str:
+        out = [c.center(w) if centre else (c.ljust(w) if i == len(cells) - 1 else c.rjust(w))
+               for i, (c, w) in enumerate(zip(cells, widths))]
+        return " " + "  ".join(out)
+
+    body = "\n".join(line(r) for r in rows)
+    return (f"[6/8] Executing '{report}' stats report\n\n{line(header, centre=True)}\n"
+            f"{line(['-' * w for w in widths])}\n{body}\n\n")
+
+
+console_names = st.text(alphabet=st.sampled_from(list("abcXYZ_<>:,* ()&")), min_size=1, max_size=30).filter(
+    lambda s: s.strip() == s)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(console_names, counts, durations, durations), min_size=1, max_size=6,
+                     unique_by=lambda r: r[0]))
+def test_property_console_table_roundtrip(tmp_path: Path, rows) -> None:
+    header = ["Time (%)", "Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+              "StdDev (ns)", "Name"]
+    cells = [["12.5", f"{hi * n:,}", f"{n:,}", f"{(lo + hi) / 2:,.1f}", f"{hi:,.1f}", f"{lo:,}", f"{hi:,}", "n/a", name]
+             for name, n, lo, hi in ((r[0], r[1], min(r[2:]), max(r[2:])) for r in rows)]
+    path = tmp_path / "console.txt"
+    path.write_text("Generating '/tmp/nsys-report-1.qdstrm'\n" + _console("cuda_gpu_kern_sum", header, cells))
+    ks = read(path).kernel_summary
+    assert list(ks["name"]) == [r[0] for r in rows]
+    assert list(ks["count"]) == [r[1] for r in rows]
+    assert list(ks["total_ns"]) == [max(r[2:]) * r[1] for r in rows]
+    assert list(ks["min_ns"]) == [min(r[2:]) for r in rows]
+    assert ks["stddev_ns"].isna().all()
