@@ -98,10 +98,12 @@ class Inputs(_Strict):
 
 
 class SweepPoint(_Strict):
-    """One configuration of a parameter sweep (kept in the model; not rendered yet)."""
+    """One configuration of a parameter sweep; ``baseline: true`` on one makes it the reference of
+    the deltas (default: the first)."""
 
     label: str
     params: dict[str, Any] = {}
+    baseline: bool = False
     runs: list[RunDir] = []
     inputs: Inputs = Inputs()
 
@@ -122,6 +124,11 @@ class VersionConfig(_Strict):
         inputs = self.inputs
         if not (self.runs or self.sweep or inputs.nsys or inputs.ncu or inputs.torch):
             raise ValueError("a version needs runs, inputs or sweep")
+        labels = [point.label for point in self.sweep]
+        if len(set(labels)) != len(labels):
+            raise ValueError("sweep labels must be unique")
+        if sum(point.baseline for point in self.sweep) > 1:
+            raise ValueError("at most one sweep config can be the baseline")
         return self
 
 

@@ -28,6 +28,7 @@ from generator.model import ALL_STAGES, KERNEL_SUMMARY_COLUMNS, Dataset, GpuInfo
 from generator.readers import read
 from generator.readers.base import sha256_of
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
+from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
 
 T = TypeVar("T")
 NSYS_CANDIDATES = ("nsys/report.sqlite", "nsys/report.sqlite.xz")
@@ -69,6 +70,10 @@ class InputCache:
         if key not in self._summaries:
             self._summaries[key] = self._on_plain(path, lambda plain: nsys_kernel_summary(plain, list(stages)))
         return self._summaries[key]
+
+    def stage_timeline(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
+        """GPU timeline figures of an nsys SQLite export per stage (nsys_sqlite.stage_timeline)."""
+        return self._on_plain(path, lambda plain: nsys_stage_timeline(plain, list(stages)))
 
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""

@@ -24,11 +24,14 @@ from generator.model import ALL_STAGES
 from generator.render import charts as ch
 from generator.render.assets import write_assets
 from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
+from generator.render.sweep_charts import sweep_charts
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 #: Page file stems in navigation order; "comparison" only exists when there is a previous version.
 PAGES: tuple[str, ...] = ("index", "top-kernels", "classification", "durations", "histograms",
                           "roofline", "findings", "comparison", "appendix", "downloads")
+#: Follows "index" when the version declares a sweep (``result.extra["sweep"]``).
+SWEEP_PAGE = "sweep"
 DATA_FILES: tuple[tuple[str, str], ...] = (
     ("data/top_kernels.csv", "top_kernels"),
     ("data/kernels.yaml", "kernels_yaml"),
@@ -42,7 +45,8 @@ KERNEL_LIST_MAX = 8
 
 def page_names(result: VersionResult) -> list[str]:
     """The version's page stems in navigation order."""
-    return [p for p in PAGES if p != "comparison" or result.comparison]
+    pages = [p for p in PAGES if p != "comparison" or result.comparison]
+    return pages[:1] + [SWEEP_PAGE] + pages[1:] if result.extra.get("sweep") is not None else pages
 
 
 def page_file(page: str, lang: str, default_lang: str) -> str:
@@ -159,6 +163,7 @@ def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.C
                                    if has_physical else None)
     charts["roofline-per-kernel"] = (ch.per_kernel_roofline_chart("roofline-per-kernel", physical, roofs, t)
                                      if has_physical else None)
+    charts.update(sweep_charts(result.extra.get("sweep"), t))
     return charts
 
 
@@ -169,6 +174,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
     numbers = Numbers(unknown)
     version = report.version(result.version_id)
     manifest = result.extra.get("manifest")
+    friendly = {k["raw_name"]: k["friendly_name"] for k in result.kernel_names}
 
     def chart(key: str, alt_key: str, **fields: Any) -> str:
         item = charts.get(key)
@@ -189,6 +195,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "n": numbers,
         "esc": escape_text,
         "name": lambda value: name_cell(value, unknown),
+        "kernel": lambda raw_name: name_cell(friendly.get(raw_name, raw_name), unknown, title=raw_name),
         "raw": lambda value: code_cell(value, unknown),
         "rows": rows,
         "fence": fence,
