@@ -1,0 +1,191 @@
+"""`python -m generator compare BASELINE CURRENT`: the regression gate over two profiles.
+
+BASELINE and CURRENT are each a capture run directory (analyzed here), a version's data directory
+(``data/ncu_metrics.csv``, e.g. ``site/<version>/`` or ``site_src/<report>/<version>/docs/``), a
+``summary.json`` (its overall means only) or an ncu report/CSV (means per kernel name). Exit status:
+1 when a watched metric regressed beyond the threshold, 0 otherwise, 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from generator.analyses.regression import (
+    DEFAULT_METRICS,
+    DEFAULT_THRESHOLD_PCT,
+    IMPROVEMENT,
+    REGRESSION,
+    WATCHABLE,
+    Comparison,
+    compare,
+)
+from generator.analyses.naming import name_kernels
+from generator.errors import InputError
+
+HELP = "compare kernel metrics of two runs/versions/files; exit 1 when one regressed beyond the threshold"
+#: summary.json: the one "kernel" its overall means describe
+OVERALL = "overall_means"
+NAME_SHOWN = 60
+CI_WIDTH = 150  # console width when stdout is not a terminal (CI logs)
+
+
+def threshold(text: str) -> float:
+    """``5%`` or ``5`` → 5.0 (percent of the baseline value)."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 5%, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"the threshold must be 0% or more, got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("baseline", type=Path, metavar="BASELINE", help="run directory, version data directory, summary.json or ncu file")
+    parser.add_argument("current", type=Path, metavar="CURRENT", help="the same kinds of input as BASELINE")
+    parser.add_argument("--threshold", type=threshold, default=DEFAULT_THRESHOLD_PCT, metavar="PCT",
+                        help=f"relative change that counts (default: {DEFAULT_THRESHOLD_PCT:g}%%)")
+    parser.add_argument("--metrics", nargs="+", default=list(DEFAULT_METRICS), metavar="METRIC",
+                        help=f"watched metrics, space or comma separated (default: {','.join(DEFAULT_METRICS)}; "
+                             + "; ".join(f"{m}: {d} is better" for m, d in WATCHABLE.items()) + ")")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write the comparison as JSON (deterministic)")
+
+
+def run(args: argparse.Namespace) -> int:
+    metrics = list(dict.fromkeys(m for item in args.metrics for m in item.split(",") if m))
+    unknown = [m for m in metrics if m not in WATCHABLE]
+    if unknown or not metrics:
+        raise InputError("--metrics", f"unknown metric {', '.join(unknown) or '(none)'}; one of {', '.join(WATCHABLE)}")
+    baseline, current = kernel_table(args.baseline), kernel_table(args.current)
+    result = compare(baseline, current, metrics, args.threshold)
+    if not len(result.rows):
+        raise InputError(args.current, f"no kernel matches one of {args.baseline}")
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
+    _print(console, result, _display_names(baseline, current))
+    if args.json:
+        from generator.analyses.version import _clean  # JSON-safe, byte-stable values
+
+        report = {"baseline": str(args.baseline), "current": str(args.current), **result.as_dict()}
+        text = json.dumps(_clean(report), sort_keys=True, indent=2, ensure_ascii=False)
+        args.json.write_text(text + "\n", encoding="utf-8")
+    return 1 if result.failed() else 0
+
+
+def kernel_table(path: Path) -> pd.DataFrame:
+    """One row per kernel: ``name``, ``friendly_name`` when known, WATCHABLE metrics."""
+    if path.is_dir():
+        if (path / "manifest.json").is_file():
+            return _from_run(path)
+        for csv in (path / "data" / "ncu_metrics.csv", path / "ncu_metrics.csv"):
+            if csv.is_file():
+                return _from_csv(csv)
+        raise InputError(path, "neither a capture run directory (manifest.json) nor a version's data "
+                               "directory (data/ncu_metrics.csv)")
+    if not path.exists():
+        raise InputError(path, "no such file or directory")
+    if path.suffix == ".json":
+        return _from_summary(path)
+    return _from_profile(path)
+
+
+def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Canonical per-launch or per-kernel metrics → one row per name, display units (mean per name)."""
+    table = pd.DataFrame({"name": metrics["name"]})
+    for metric in WATCHABLE:
+        source = "duration_ns" if metric == "duration_us" else metric
+        scale = 1e-3 if metric == "duration_us" else 1.0
+        if source in metrics:
+            table[metric] = pd.to_numeric(metrics[source]) * scale
+    table = table.dropna(subset=["name"]).groupby("name", sort=True).mean().reset_index()
+    if "friendly_name" in metrics:
+        table["friendly_name"] = table["name"].map(metrics.drop_duplicates("name").set_index("name")["friendly_name"])
+    else:
+        names = name_kernels(table["name"])
+        table["friendly_name"] = [names[n].friendly_name for n in table["name"]]
+    return table
+
+
+def _from_run(run: Path) -> pd.DataFrame:
+    from generator.analyses.version import AnalysisSettings, analyze_version
+    from generator.config import Inputs, VersionConfig
+    from generator.inputs import InputCache, version_inputs
+
+    with InputCache() as cache:
+        inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
+                                run / "manifest.json", 0)
+    return _per_kernel(analyze_version(run.name, inputs, AnalysisSettings()).ncu_metrics)
+
+
+def _from_csv(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"not a readable CSV ({' '.join(str(exc).split())})") from None
+    missing = [c for c in ("name", "duration_ns") if c not in frame.columns]
+    if missing:
+        raise InputError(path, f"missing column {', '.join(missing)} (not an ncu_metrics.csv)")
+    try:
+        return _per_kernel(frame)
+    except ValueError as exc:
+        raise InputError(path, f"non-numeric metric value ({exc})") from None
+
+
+def _from_summary(path: Path) -> pd.DataFrame:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON ({exc})") from None
+    means = data.get("overall_means") if isinstance(data, dict) else None
+    if not isinstance(means, dict):
+        raise InputError(path, "no 'overall_means' object (not a version's summary.json)")
+    values = {m: means.get(m) for m in WATCHABLE}
+    bad = [m for m, v in values.items() if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))]
+    if bad:
+        raise InputError(path, f"overall_means.{bad[0]} is not a number")
+    return pd.DataFrame([{"name": OVERALL, **{m: float("nan") if v is None else float(v) for m, v in values.items()}}])
+
+
+def _from_profile(path: Path) -> pd.DataFrame:
+    from generator.inputs import InputCache
+
+    with InputCache() as cache:
+        metrics = cache.read(path).kernel_metrics
+    if metrics is None or not len(metrics):
+        raise InputError(path, "holds no per-launch kernel metrics (give an ncu report or CSV, a run directory, "
+                               "a version's data directory or a summary.json)")
+    return _per_kernel(metrics)
+
+
+def _display_names(*tables: pd.DataFrame) -> dict[str, str]:
+    """Raw name → friendly name (else the raw name), cut to NAME_SHOWN characters."""
+    names: dict[str, str] = {}
+    for table in tables:
+        for name, nice in zip(table["name"], table.get("friendly_name", table["name"])):
+            shown = nice if isinstance(nice, str) and nice else name
+            names.setdefault(name, shown if len(shown) <= NAME_SHOWN else shown[: NAME_SHOWN - 1] + "…")
+    return names
+
+
+def _print(console: Console, result: Comparison, names: dict[str, str]) -> None:
+    shown = result.rows[result.rows["status"].isin([REGRESSION, IMPROVEMENT])]
+    if len(shown):
+        table = Table("kernel", "metric", "better", "baseline", "current", "change", "status",
+                      title="kernel metric changes")
+        for row in shown.to_dict("records"):
+            style = "red" if row["status"] == REGRESSION else "green"
+            table.add_row(names.get(row["kernel"], row["kernel"]), row["metric"], row["better"],
+                          f"{row['baseline']:,.2f}", f"{row['current']:,.2f}", f"{row['rel_pct']:+.1f}%",
+                          f"[{style}]{row['status']}[/{style}]")
+        console.print(table)
+    counts = result.as_dict()["counts"]
+    console.print(f"{result.rows['kernel'].nunique()} kernels matched ({len(result.only_baseline)} only in the baseline, "
+                  f"{len(result.only_current)} only in the current); threshold {result.threshold_pct:g}%: "
+                  f"{counts[REGRESSION]} regressions, {counts[IMPROVEMENT]} improvements, "
+                  f"{counts['unknown']} unknown.")
+    console.print("[red]FAIL[/red]: watched metrics regressed." if result.failed() else "[green]OK[/green]: no regression.")
