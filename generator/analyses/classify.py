@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from generator.analyses.roofline import Peaks, kernel_intensity
+from generator.analyses.roofline import Peaks, as_float, kernel_intensity
 from generator.metric_table import CANONICAL_METRIC_NAMES
 
 RULES = ("roofline", "sol", "sm_dram_margin")
@@ -105,16 +105,9 @@ def profiled_kernels(metrics: pd.DataFrame, names: dict[str, Any] | None = None)
     return out
 
 
-def _pct(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def classify_roofline(row: dict[str, Any], peaks: Peaks) -> str:
     """The ``roofline`` rule for one kernel (see the module docstring for the order of checks)."""
-    sm, mem = _pct(row.get("sm_throughput_pct")), _pct(row.get("memory_throughput_pct"))
+    sm, mem = as_float(row.get("sm_throughput_pct")), as_float(row.get("memory_throughput_pct"))
     if math.isnan(sm) or math.isnan(mem):
         return UNKNOWN
     if sm < LATENCY_MAX_PCT and mem < LATENCY_MAX_PCT:
@@ -132,7 +125,7 @@ def classify_roofline(row: dict[str, Any], peaks: Peaks) -> str:
 
 def classify_sol(row: dict[str, Any]) -> str:
     """ncu's SpeedOfLight rule on SM % and memory %."""
-    sm, mem = _pct(row.get("sm_throughput_pct")), _pct(row.get("memory_throughput_pct"))
+    sm, mem = as_float(row.get("sm_throughput_pct")), as_float(row.get("memory_throughput_pct"))
     if math.isnan(sm) or math.isnan(mem):
         return UNKNOWN
     higher = COMPUTE if sm > mem else MEMORY if mem > sm else BALANCED
@@ -145,7 +138,7 @@ def classify_sol(row: dict[str, Any]) -> str:
 
 def classify_margin(row: dict[str, Any], margin: float = DEFAULT_MARGIN) -> str:
     """SM % − DRAM % against ± margin (strict: exactly ± margin is balanced)."""
-    sm, dram = _pct(row.get("sm_throughput_pct")), _pct(row.get("dram_throughput_pct"))
+    sm, dram = as_float(row.get("sm_throughput_pct")), as_float(row.get("dram_throughput_pct"))
     if math.isnan(sm) or math.isnan(dram):
         return UNKNOWN
     diff = sm - dram
@@ -168,7 +161,7 @@ def classify(kernels: pd.DataFrame, rule: str = "roofline", *, margin: float = D
         else:
             cls = classify_margin(row, margin)
         classes.append(cls)
-        qualifiers.append(SMALL_GRID if cls == LATENCY and _pct(row.get("waves_per_sm")) < SMALL_GRID_WAVES
+        qualifiers.append(SMALL_GRID if cls == LATENCY and as_float(row.get("waves_per_sm")) < SMALL_GRID_WAVES
                           else None)
     out["class"] = classes
     out["qualifier"] = qualifiers

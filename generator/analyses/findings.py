@@ -51,13 +51,6 @@ SOFTMAX_CATEGORIES = frozenset({"softmax"})
 FLASH_MARKERS = ("flash",)  # a name/library with one of these (lower case) is a flash kernel
 
 
-def _num(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _r(value: float, digits: int = 1) -> float:
     return round(float(value), digits)
 

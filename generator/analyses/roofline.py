@@ -25,7 +25,6 @@ DATAPATHS: dict[str, tuple[str, str | None]] = {
     "fp16": ("flop_fp16", "peak_fp16_flop_per_s"),
     "fp64": ("flop_fp64", "peak_fp64_flop_per_s"),
 }
-FLOP_COLUMNS: tuple[str, ...] = tuple(col for col, _ in DATAPATHS.values())
 
 
 @dataclass
@@ -86,7 +85,7 @@ def device_peaks(metrics: pd.DataFrame, gpus: list[GpuInfo], overrides: dict[str
     return peaks
 
 
-def _num(value: Any) -> float:
+def as_float(value: Any) -> float:
     """A float, NaN for None/NaN/text."""
     try:
         return float(value)
@@ -101,9 +100,9 @@ def kernel_intensity(row: pd.Series | dict[str, Any], peaks: Peaks) -> dict[str,
     or DRAM bytes are missing or zero. A kernel with zero FLOP has intensity 0 and no datapath.
     ``ridge`` is None when a needed peak is unknown (or there is no datapath).
     """
-    flops = {dp: _num(row.get(col)) for dp, (col, _) in DATAPATHS.items()}
+    flops = {dp: as_float(row.get(col)) for dp, (col, _) in DATAPATHS.items()}
     counted = {dp: v for dp, v in flops.items() if not math.isnan(v)}
-    dram = _num(row.get("dram_bytes"))
+    dram = as_float(row.get("dram_bytes"))
     if not counted or math.isnan(dram) or dram <= 0:
         return {"datapath": None, "flop": math.nan, "arithmetic_intensity": math.nan, "ridge": None}
     total = sum(counted.values())
@@ -130,11 +129,11 @@ def physical_points(kernels: pd.DataFrame) -> pd.DataFrame:
     """
     rows: list[dict[str, Any]] = []
     for _, k in kernels.iterrows():
-        dram, duration = _num(k.get("dram_bytes")), _num(k.get("duration_ns"))
+        dram, duration = as_float(k.get("dram_bytes")), as_float(k.get("duration_ns"))
         if math.isnan(dram) or dram <= 0 or math.isnan(duration) or duration <= 0:
             continue
         for datapath, (column, _) in DATAPATHS.items():
-            flop = _num(k.get(column))
+            flop = as_float(k.get(column))
             if math.isnan(flop) or flop <= 0:
                 continue
             rows.append({
