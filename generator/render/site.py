@@ -14,10 +14,12 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import MkDocsException
 from rich.progress import Progress
 
+from generator.analyses.result import VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.config import ReportConfig, ReportMeta, VersionConfig, load_report, report_meta
 from generator.errors import InputError
@@ -63,24 +66,43 @@ def build_site(
     langs: list[str] | None = None,
     progress: Progress | None = None,
 ) -> None:
-    """Build every version of every report into ``out`` (and Markdown into ``src``), atomically."""
+    """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
+
+    Inputs are read and analyzed version after version (each compares with the one before); the
+    versions' pages and MkDocs sites are then built in parallel worker processes (one per CPU).
+    """
     langs = langs or ["en", "zh"]
     jobs = _jobs(report_files)
     out, src = out.resolve(), src.resolve()
     for directory in (out.parent, src):
         directory.mkdir(parents=True, exist_ok=True)
-    steps = sum(len(job.config.versions) for job in jobs) * 3
-    task = progress.add_task("build", total=steps) if progress else None
+    versions = sum(len(job.config.versions) for job in jobs)
+    task = progress.add_task("build", total=versions * 3) if progress else None
 
     def step(text: str) -> None:
         if progress is not None and task is not None:
             progress.update(task, advance=1, description=text)
 
-    with _scratch(out.parent, f".{out.name}-") as tmp_out, _scratch(src, ".build-") as tmp_src, InputCache() as cache:
+    with (
+        _scratch(out.parent, f".{out.name}-") as tmp_out,
+        _scratch(src, ".build-") as tmp_src,
+        InputCache() as cache,
+        _workers(versions) as pool,
+    ):
+        pending: list[Future[tuple[str, str] | None]] = []
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
-            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src / job.config.id, step)
+            for version, result in _analyzed(job, cache, step):
+                task_args = (result, meta, job.path, version, tmp_src / job.config.id / version.id,
+                             tmp_out / job.prefix / version.id)
+                pending.append(pool.submit(render_and_build, *task_args))
+            _write_version_index(meta, tmp_out / job.prefix)
+        for future in as_completed(pending):
+            failure = future.result()
+            if failure is not None:
+                raise InputError(*failure)
+            step("built")
         _write_index(tmp_out, jobs, langs[0])
         for job in jobs:
             _swap(tmp_src / job.config.id, src / job.config.id)
@@ -97,7 +119,8 @@ def _jobs(report_files: list[Path]) -> list[ReportJob]:
     return [ReportJob(path, config, prefix(config)) for path, config in configs]
 
 
-def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path, src: Path, step) -> None:
+def _analyzed(job: ReportJob, cache: InputCache, step: Callable[[str], None]) -> Iterator[tuple[VersionConfig, VersionResult]]:
+    """Each version of the report with its analysis (which compares with the previous version)."""
     config = job.config
     settings = AnalysisSettings(
         top_n=config.top_n,
@@ -113,13 +136,28 @@ def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path
         result = analyze_version(version.id, inputs, settings, previous)
         if sweep is not None:
             result.extra["sweep"] = sweep
-        step(f"{config.id}/{version.id}: rendering and building")
-        docs = src / version.id / "docs"
+        yield version, result
+        previous = result
+
+
+def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path, version: VersionConfig,
+                     version_src: Path, site_dir: Path) -> tuple[str, str] | None:
+    """Render one version's pages into ``version_src/docs`` and build its site into ``site_dir``.
+
+    Runs in a worker process: an InputError comes back as its (path, problem), None on success.
+    """
+    try:
+        docs = version_src / "docs"
         render_version(result, meta, docs, list(meta.langs))
         nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
-        mkdocs_yml = write_mkdocs_config(job.path, meta, version, docs.parent, nav)
-        build_version_site(mkdocs_yml, out / version.id, version.date)
-        previous = result
+        build_version_site(write_mkdocs_config(report_file, meta, version, version_src, nav), site_dir, version.date)
+    except InputError as exc:
+        return exc.path, exc.problem
+    return None
+
+
+def _write_version_index(meta: ReportMeta, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     (out / "versions.json").write_text(versions_json(meta), encoding="utf-8")
     (out / "index.html").write_text(
         _ENV.get_template("site/index.html.j2").render(
@@ -201,6 +239,36 @@ def _write_index(out: Path, jobs: list[ReportJob], lang: str) -> None:
     (out / "index.html").write_text(
         _ENV.get_template("site/index.html.j2").render(lang=lang, links=links), encoding="utf-8"
     )
+
+
+@contextmanager
+def _workers(versions: int) -> Iterator[Executor]:
+    """Worker processes for the versions (forked from a clean, preloaded server), or in-process."""
+    count = min(versions, os.cpu_count() or 1)
+    if count < 2:
+        with _InProcess() as pool:
+            yield pool
+        return
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+        try:
+            yield pool
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+class _InProcess(Executor):
+    """Runs submitted calls at once, in this process (one version or one CPU)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:  # type: ignore[override]
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 — handed to the caller through the future
+            future.set_exception(exc)
+        return future
 
 
 @contextmanager
