@@ -61,13 +61,13 @@ def test_top_kernels_rows_are_the_result(rendered, lang: str) -> None:
     n = Numbers(translator(lang)("unknown"))
     for stage, top in result.top_kernels.items():
         for row in top.to_dict("records"):
-            line = _row(text, f"| {row['rank']} | {name_cell(row['friendly_name'], n.unknown)}",
+            line = _row(text, f"| {row['rank']} | {name_cell(row['friendly_name'], n.unknown, title=row['name'])}",
                         n.pct(row["time_pct"]), n.ms(row["total_ns"]), n.int(row["count"]), n.us(row["avg_ns"]))
             assert escape_text(row[f"description_{lang}"]) in line
     # the decode stage section holds the decode table, the share matches the result row
     decode = text.split(translator(lang)("stage_heading", stage="decode"))[1]
     first = result.top_kernels["decode"].iloc[0]
-    assert f"| 1 | {name_cell(first['friendly_name'], n.unknown)} | " in decode.split("\n## ")[0]
+    assert f"| 1 | {name_cell(first['friendly_name'], n.unknown, title=first['name'])} | " in decode.split("\n## ")[0]
     assert 0 < first["time_pct"] <= 100
 
 
@@ -84,7 +84,7 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
         line = _row(text, f"| {t('metrics.' + key)} |")
         assert line.endswith(f" {n.num(value)} |")
     for kernel in result.ncu_metrics.to_dict("records"):
-        _row(text, f"| {name_cell(kernel['friendly_name'], n.unknown)} | {t('classes.' + kernel['class'])} |",
+        _row(text, f"| {name_cell(kernel['friendly_name'], n.unknown, title=kernel['name'])} | {t('classes.' + kernel['class'])} |",
              n.pct(kernel["sm_throughput_pct"]), n.us(kernel["duration_ns"]))
 
 
@@ -117,7 +117,7 @@ def test_roofline_peaks_and_points(rendered) -> None:
     _row(text, "| DRAM bandwidth |", n.si(roofs["peak_dram_bytes_per_s"], "B/s"))
     _row(text, "| Tensor core |", n.si(roofs["ceilings"]["tensor"], "FLOP/s"), n.num(roofs["ridges"]["tensor"]))
     for point in result.roofline["physical"].to_dict("records"):
-        _row(text, f"| {name_cell(point['friendly_name'], 'unknown')} |",
+        _row(text, f"| {name_cell(point['friendly_name'], 'unknown', title=point['name'])} |",
              n.num(point["arithmetic_intensity"], 3), n.si(point["achieved_flop_per_s"], "FLOP/s"))
 
 

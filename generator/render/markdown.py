@@ -54,13 +54,15 @@ def escape_attr(text: str) -> str:
     )
 
 
-def name_cell(name: str | None, unknown: str, max_chars: int = NAME_MAX_CHARS) -> str:
-    """A kernel name for a table cell: escaped, shortened with "…" when long, full name on hover."""
+def name_cell(name: str | None, unknown: str, max_chars: int = NAME_MAX_CHARS, title: str | None = None) -> str:
+    """A kernel name for a table cell: escaped, shortened with "…" when long; on hover the full
+    name (or ``title``, e.g. the raw profiler name behind a friendly one)."""
     if is_missing(name):
         return escape_text(unknown)
     full = _one_line(name)
     shown = full if len(full) <= max_chars else full[: max_chars - 1] + "…"
-    return f'<span class="kr-name" title="{escape_attr(full)}">{escape_text(shown)}</span>'
+    hover = full if title is None else _one_line(title)
+    return f'<span class="kr-name" title="{escape_attr(hover)}">{escape_text(shown)}</span>'
 
 
 def code_cell(text: str | None, unknown: str) -> str:

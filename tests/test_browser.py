@@ -1,0 +1,255 @@
+"""The built site in headless Chromium: charts drawn offline, no errors, selectors, hostile names.
+
+A two-version report over the real H200 files is built with ``python -m generator build``; v2's
+decode ncu CSV is a copy of the real one with one kernel renamed to carry ``<script>`` and ``|``.
+The site is served from 127.0.0.1 under its site-url prefix; any other request is aborted.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import http.server
+import io
+import lzma
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+pytestmark = pytest.mark.browser
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "h200-small"
+ARTIFACTS = ROOT / "test-artifacts"
+PREFIX = "/kernel-report/"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+EVIL = "evil|kernel<script>window.__krPwned=1</script>_[x]*`y`"
+PAGES = ("index", "top-kernels", "classification", "durations", "histograms", "roofline", "findings",
+         "comparison", "appendix", "downloads")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _evil_decode_csv(out: Path) -> str:
+    """The real decode raw CSV with every launch of its first kernel renamed to EVIL."""
+    rows = list(csv.reader(io.StringIO(lzma.decompress(
+        (DATA / "small_vlm_decode_ncu_raw.csv.xz").read_bytes()).decode("utf-8"))))
+    column = rows[0].index("Kernel Name")
+    victim = rows[2][column]
+    renamed = 0
+    for row in rows[2:]:
+        if row[column] == victim:
+            row[column], renamed = EVIL, renamed + 1
+    assert renamed > 0
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return victim
+
+
+REPORT = """\
+id: browser-test
+title: {{en: "Browser test report", zh: "浏览器测试报告"}}
+top_n: 20
+versions:
+  - id: v1
+    title: {{en: "V1", zh: "第一版"}}
+    date: 2026-11-20
+    inputs:
+      nsys: &nsys
+        - {{path: {data}/small_vlm.nsys.sqlite.xz}}
+        - {{path: {data}/small_vlm.nsys.sqlite.xz, stage: prefill}}
+        - {{path: {data}/small_vlm.nsys.sqlite.xz, stage: decode}}
+      ncu: [{data}/small_vlm_prefill.ncu-rep.xz]
+  - id: v2
+    title: {{en: "V2", zh: "第二版"}}
+    date: 2026-11-21
+    inputs:
+      nsys: *nsys
+      ncu: [{data}/small_vlm_prefill.ncu-rep.xz, {evil}]
+"""
+
+
+@dataclass
+class Served:
+    base: str  # http://127.0.0.1:PORT/kernel-report/
+    site: Path
+    directory_urls: bool  # as the generated mkdocs.yml says
+    outside: list[str] = field(default_factory=list)
+
+    def url(self, version: str, lang: str, page: str) -> str:
+        """Absolute URL of a page (``index`` = the version's or language's home)."""
+        lang_dir = "" if lang == "en" else f"{lang}/"
+        if self.directory_urls:
+            return f"{self.base}{version}/{lang_dir}{'' if page == 'index' else page + '/'}"
+        return f"{self.base}{version}/{lang_dir}{page}.html"
+
+
+class _PrefixHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site directory under PREFIX only."""
+
+    def translate_path(self, path: str) -> str:
+        clean = urlsplit(path).path
+        if not clean.startswith(PREFIX):
+            return str(Path(self.directory) / "__outside_prefix__")
+        return super().translate_path("/" + clean[len(PREFIX):])
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    from generator.cli import main
+
+    root = tmp_path_factory.mktemp("browser")
+    _evil_decode_csv(root / "decode_evil.csv")
+    (root / "report.yaml").write_text(REPORT.format(data=DATA, evil=root / "decode_evil.csv"), encoding="utf-8")
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}{PREFIX}"
+    site = root / "site"
+    assert main(["build", str(root / "report.yaml"), "--out", str(site), "--src", str(root / "src"),
+                 "--site-url", base]) == 0
+    handler = functools.partial(_PrefixHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    mkdocs_yml = (root / "src" / "browser-test" / "v2" / "mkdocs.yml").read_text(encoding="utf-8")
+    try:
+        yield Served(base, site, "use_directory_urls: false" not in mkdocs_yml)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Tab:
+    page: object
+    problems: list[str]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def tab(browser, served: Served) -> Iterator[Tab]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
+            if msg.type in ("error", "warning") else None)
+    page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+
+    def route(request_route) -> None:
+        url = request_route.request.url
+        if url.startswith("http://127.0.0.1:") and urlsplit(url).port == urlsplit(served.base).port:
+            request_route.continue_()
+        else:
+            served.outside.append(url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    yield Tab(page, problems)
+    context.close()
+
+
+def _open(tab: Tab, url: str) -> None:
+    tab.page.goto(url)
+    tab.page.wait_for_load_state("networkidle")
+
+
+def _charts(tab: Tab) -> list[dict]:
+    return tab.page.eval_on_selector_all(
+        "div.kr-chart",
+        "els => els.map(e => ({id: e.id, state: e.dataset.krState || null,"
+        " svg: !!e.querySelector('svg.marks'), img: !!e.querySelector('img')}))")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_every_chart_is_drawn_offline_without_errors(tab: Tab, served: Served, version: str, lang: str) -> None:
+    drawn = 0
+    for page in PAGES:
+        if page == "comparison" and version == "v1":
+            continue
+        path = served.url(version, lang, page)
+        _open(tab, path)
+        tab.page.wait_for_function(
+            "() => [...document.querySelectorAll('div.kr-chart')].every(e => e.dataset.krState)")
+        charts = _charts(tab)
+        assert all(c["state"] == "drawn" and c["svg"] and not c["img"] for c in charts), (path, charts)
+        drawn += len(charts)
+        assert tab.page.evaluate("window.__krPwned") is None
+    assert drawn >= 19  # 3 stages, 13 histograms, 3 rooflines
+    assert tab.problems == []
+    assert served.outside == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_hostile_kernel_name_shows_literally(tab: Tab, served: Served, lang: str) -> None:
+    _open(tab, served.url("v2", lang, "appendix"))
+    cells = tab.page.locator("span.kr-raw").all_inner_texts()
+    assert EVIL in cells
+    assert tab.page.evaluate("window.__krPwned") is None
+    assert tab.page.locator("script", has_text="__krPwned").count() == 0
+    _open(tab, served.url("v2", lang, "classification"))
+    titles = tab.page.eval_on_selector_all("span.kr-name", "els => els.map(e => e.title)")
+    assert any("evil|kernel" in t for t in titles)
+    assert tab.page.evaluate("window.__krPwned") is None
+    assert tab.problems == []
+
+
+def test_language_switcher_keeps_the_page(tab: Tab, served: Served) -> None:
+    _open(tab, served.url("v2", "en", "roofline"))
+    href = tab.page.eval_on_selector('a.md-select__link[hreflang="zh"]', "a => a.href")
+    assert href == served.url("v2", "zh", "roofline")
+    tab.page.eval_on_selector('a.md-select__link[hreflang="zh"]', "a => a.click()")
+    tab.page.wait_for_url(served.url("v2", "zh", "roofline"))
+    back = tab.page.eval_on_selector('a.md-select__link[hreflang="en"]', "a => a.href")
+    assert back == served.url("v2", "en", "roofline")
+    assert tab.problems == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_version_selector_keeps_the_page(tab: Tab, served: Served, lang: str, request) -> None:
+    if not served.directory_urls:
+        # Material keeps the page across versions only when the version root itself is a sitemap
+        # entry ("<version>/"), i.e. with directory URLs; with use_directory_urls: false it jumps
+        # to the other version's home page. Strict: this starts failing once the config is fixed.
+        request.applymarker(pytest.mark.xfail(strict=True, reason="use_directory_urls: false"))
+    _open(tab, served.url("v2", lang, "roofline"))
+    tab.page.wait_for_selector(".md-version__link", state="attached")
+    links = tab.page.eval_on_selector_all(".md-version__link", "els => els.map(a => a.textContent.trim())")
+    assert len(links) == 2
+    tab.page.eval_on_selector_all(".md-version__link", "els => els.find(a => a.href.includes('/v1/')).click()")
+    tab.page.wait_for_url(served.url("v1", lang, "roofline"), timeout=10_000)
+    assert tab.problems == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("page", ["index", "roofline"])
+def test_screenshots(tab: Tab, served: Served, page: str, lang: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    _open(tab, served.url("v2", lang, page))
+    tab.page.wait_for_function(
+        "() => [...document.querySelectorAll('div.kr-chart')].every(e => e.dataset.krState)")
+    tab.page.screenshot(path=str(ARTIFACTS / f"{page}-{lang}.png"), full_page=True)
+    for chart in _charts(tab):
+        tab.page.locator("#" + chart["id"]).screenshot(path=str(ARTIFACTS / f"{chart['id']}-{lang}.png"))
+    assert (ARTIFACTS / f"{page}-{lang}.png").stat().st_size > 10_000
