@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -124,8 +125,10 @@ def _from_run(run: Path) -> pd.DataFrame:
 
 def _from_csv(path: Path) -> pd.DataFrame:
     try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)  # a ragged first row
+            frame = pd.read_csv(path, index_col=False, dtype={"name": str}, keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.ParserWarning, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(path, f"not a readable CSV ({' '.join(str(exc).split())})") from None
     missing = [c for c in ("name", "duration_ns") if c not in frame.columns]
     if missing:
