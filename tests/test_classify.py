@@ -227,3 +227,20 @@ def test_reader_frames_classify_like_the_csv_rows(kernels):
     for column in ("sm_throughput_pct", "memory_throughput_pct", "duration_ns", "l2_hit_rate_pct"):
         assert via_reader[column].to_numpy() == pytest.approx(via_csv[column].to_numpy())
     assert (via_reader["qualifier"] == SMALL_GRID).sum() == 24
+
+
+def test_roofline_compute_bound_sgemm_on_a10g():
+    """ESMM's SGEMMs (A10G .ncu-rep, `--set roofline`): the one busy kernel is FP32 compute-bound."""
+    from generator.analyses.roofline import device_peaks
+    from generator.readers import read
+
+    metrics = read(DATA / "ESMM-Research" / "profile_output.ncu-rep").kernel_metrics
+    peaks = device_peaks(metrics, [], {})
+    out = classify(profiled_kernels(metrics), "roofline", peaks=peaks)
+    ridge = metrics["peak_fp32_flop_per_s"].median() / metrics["peak_dram_bytes_per_s"].median()
+    for _, k in out.iterrows():
+        busy = k["sm_throughput_pct"] >= 60 or k["memory_throughput_pct"] >= 60
+        ai = (k["flop_fp32"] + k["flop_fp64"] + k["flop_fp16"]) / k["dram_bytes"]
+        expected = (COMPUTE if ai >= ridge else MEMORY) if busy else LATENCY
+        assert k["class"] == expected
+    assert list(out["class"]).count(COMPUTE) == 1 and list(out["class"]).count(LATENCY) == 3

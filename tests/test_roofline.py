@@ -12,6 +12,7 @@ import pytest
 
 from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.roofline import Peaks, device_peaks, kernel_intensity, roofline_datasets
+from generator.inputs import NCU_CANDIDATES
 from generator.model import GpuInfo
 from generator.readers import read
 from test_classify import decode_rows
@@ -99,7 +100,9 @@ def test_gemm_capture_tensor_flop_is_2mnk():
     assert manifests, "tests/data/gemm has no manifest.json"
     mnk = _find_mnk(json.loads(manifests[0].read_text()))
     assert mnk is not None, "manifest.json names no m, n, k"
-    ncu_files = sorted(p for p in GEMM_DIR.rglob("*") if p.is_file() and "ncu" in p.name.lower())
+    run = manifests[0].parent  # a capture run directory: the ncu file the product would read
+    ncu_files = [run / c for c in NCU_CANDIDATES if (run / c).is_file()]
+    ncu_files += sorted(p for p in run.rglob("*") if p.is_file() and "ncu" in p.relative_to(run).as_posix().lower())
     assert ncu_files, "tests/data/gemm has no ncu capture"
     metrics = read(ncu_files[0]).kernel_metrics
     peaks = device_peaks(metrics, [], {})
