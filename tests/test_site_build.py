@@ -16,6 +16,7 @@ from pandas.testing import assert_frame_equal
 
 from conftest import DATA, ROOT, BuiltSite
 from generator.cli import main
+from generator.commands.build import EXAMPLE
 from generator.config import load_report
 from generator.errors import InputError
 from generator.inputs import InputCache, version_inputs
@@ -115,7 +116,7 @@ def test_committed_site_src_is_up_to_date(example_site: BuiltSite) -> None:
 
 
 def test_root_mkdocs_yml_serves_the_latest_version() -> None:
-    config = load_report(ROOT / "examples" / "small-vlm-h200" / "report.yaml")
+    config = load_report(EXAMPLE)
     latest = ROOT / "site_src" / config.id / config.versions[-1].id
     raw = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     assert (ROOT / raw["INHERIT"]).resolve() == latest / "mkdocs.yml"
