@@ -1,0 +1,256 @@
+"""Sweep pages: every per-config number recomputed from the inputs (SQL on the nsys export, ncu's
+own report API and the raw CSV), deltas, launch-overhead findings and the built EN/ZH page."""
+from __future__ import annotations
+
+import csv
+import lzma
+import shutil
+import sqlite3
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import ncu_report
+import pytest
+import yaml
+
+from generator.analyses.sweep import LAUNCH_BOUND_IDLE_PCT, SHORT_KERNEL_NS
+from generator.cli import main
+from generator.config import load_report
+from generator.errors import InputError
+from generator.inputs import InputCache
+from generator.sweep_inputs import sweep_version
+
+H200 = Path(__file__).parent / "data" / "h200-small"
+SQLITE = H200 / "small_vlm.nsys.sqlite.xz"
+#: ncu metric behind each mean column of the configuration table
+NCU_COLUMNS = {
+    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "memory_throughput_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l1_hit_rate_pct": "l1tex__t_sector_hit_rate.pct",
+    "l2_hit_rate_pct": "lts__t_sector_hit_rate.pct",
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One sweep config: its label, the NVTX stage of the nsys export it measures and its ncu file."""
+
+    label: str
+    sqlite: Path
+    stage: str
+    ncu: Path
+
+
+#: The H200 capture's prefill and decode stages as a two-config sweep (prefill is the baseline).
+H200_POINTS = (Point("prefill", SQLITE, "prefill", H200 / "small_vlm_prefill.ncu-rep.xz"),
+               Point("decode", SQLITE, "decode", H200 / "small_vlm_decode_ncu_raw.csv.xz"))
+
+
+def _plain(path: Path, tmp: Path) -> Path:
+    if path.suffix != ".xz":
+        return path
+    out = tmp / path.stem
+    if not out.exists():
+        with lzma.open(path) as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return out
+
+
+def nsys_figures(sqlite: Path, stage: str) -> dict[str, float]:
+    """Launches of ``stage`` (kernels whose runtime call starts in one of its NVTX ranges, same
+    thread), their time, names, per-name medians and the idle gaps per range instance, in plain SQL
+    + Python."""
+    con = sqlite3.connect(sqlite)
+    ranges = con.execute("SELECT start, end, globalTid FROM NVTX_EVENTS WHERE eventType = 59 AND text = ?",
+                         (stage,)).fetchall()
+    durations: dict[str, list[int]] = {}
+    gaps: list[int] = []
+    span = 0
+    for start, end, tid in ranges:
+        kernels = sorted(con.execute(
+            """SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+               JOIN CUPTI_ACTIVITY_KIND_KERNEL AS k
+                 ON k.correlationId = r.correlationId AND k.globalPid >> 24 = r.globalTid >> 24
+               JOIN StringIds AS s ON s.id = k.demangledName
+               WHERE r.globalTid = ? AND r.start BETWEEN ? AND ?""", (tid, start, end)).fetchall())
+        if not kernels:
+            continue
+        reach = kernels[0][1]
+        for k_start, k_end, name in kernels:
+            durations.setdefault(name, []).append(k_end - k_start)
+            if k_start > reach:
+                gaps.append(k_start - reach)
+            reach = max(reach, k_end)
+        span += max(k[1] for k in kernels) - kernels[0][0]
+    con.close()
+    short = {n: d for n, d in durations.items() if statistics.median(d) < SHORT_KERNEL_NS}
+    launches = sum(len(d) for d in durations.values())
+    short_launches = sum(len(d) for d in short.values())
+    gpu_time = sum(sum(d) for d in durations.values())
+    return {
+        "gpu_time_ns": gpu_time, "launches": launches, "kernels": len(durations),
+        "span_ns": span, "idle_ns": sum(gaps), "idle_count": len(gaps), "idle_med_ns": statistics.median(gaps),
+        "short_kernels": len(short), "short_launches": short_launches,
+        "short_time_ns": sum(sum(d) for d in short.values()),
+        "short_mean_ns": sum(sum(d) for d in short.values()) / short_launches,
+    }
+
+
+def ncu_means(path: Path, tmp: Path) -> dict[str, float]:
+    """Mean of each NCU_COLUMNS metric over the file's launches: ncu_report for reports, csv for raw CSVs."""
+    values: dict[str, list[float]] = {k: [] for k in NCU_COLUMNS}
+    if ".ncu-rep" in path.name:
+        report = ncu_report.load_report(str(_plain(path, tmp)))
+        for r in range(report.num_ranges()):
+            rng = report.range_by_idx(r)
+            for a in range(rng.num_actions()):
+                action = rng.action_by_idx(a)
+                for key, metric in NCU_COLUMNS.items():
+                    values[key].append(action.metric_by_name(metric).as_double())
+    else:
+        with lzma.open(path, "rt", newline="") as fh:
+            rows = list(csv.reader(fh))
+        header = rows[0]
+        for row in rows[2:]:
+            for key, metric in NCU_COLUMNS.items():
+                values[key].append(float(row[header.index(metric)]))
+    return {k: statistics.mean(v) for k, v in values.items()} | {"profiled_launches": len(values["sm_throughput_pct"])}
+
+
+def expected(points: tuple[Point, ...], tmp: Path) -> dict[str, dict[str, float]]:
+    out = {}
+    for p in points:
+        row = nsys_figures(_plain(p.sqlite, tmp), p.stage) | ncu_means(p.ncu, tmp)
+        row["idle_pct"] = row["idle_ns"] * 100 / row["span_ns"]
+        row["launches_per_ms"] = row["launches"] * 1e6 / row["span_ns"]
+        row["short_launch_pct"] = row["short_launches"] * 100 / row["launches"]
+        row["short_time_pct"] = row["short_time_ns"] * 100 / row["gpu_time_ns"]
+        row["launch_cost_ns"] = row["idle_med_ns"] + row["short_mean_ns"]
+        out[p.label] = row
+    return out
+
+
+def write_report(folder: Path, points: tuple[Point, ...], baseline: str | None = None) -> Path:
+    """A report.yaml whose one version is a sweep over ``points`` (explicit nsys + ncu inputs)."""
+    sweep = [{"label": p.label, "params": {"stage": p.stage}, **({"baseline": True} if p.label == baseline else {}),
+              "inputs": {"nsys": [{"path": str(p.sqlite), "stage": p.stage}], "ncu": [str(p.ncu)]}}
+             for p in points]
+    report = {"id": "sweep-test", "title": {"en": "Sweep", "zh": "扫描"},
+              "versions": [{"id": "v1", "title": {"en": "V1", "zh": "第一版"}, "date": "2026-11-21", "sweep": sweep}]}
+    path = folder / "report.yaml"
+    path.write_text(yaml.safe_dump(report, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def analyzed(report: Path):
+    config = load_report(report)
+    with InputCache() as cache:
+        return sweep_version(config.versions[0], cache, report, 0)
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    report = write_report(tmp, H200_POINTS)
+    inputs, sweep = analyzed(report)
+    return report, inputs, sweep, expected(H200_POINTS, tmp)
+
+
+def test_config_table_matches_the_inputs(h200):
+    _, _, sweep, want = h200
+    table = sweep.configs.set_index("label")
+    assert list(table.index) == ["prefill", "decode"] and sweep.baseline == "prefill"
+    assert table["baseline"].tolist() == [True, False]
+    for label, row in want.items():
+        got = table.loc[label]
+        for key, value in row.items():
+            assert got[key] == pytest.approx(value), (label, key)
+    # the real numbers, for the record: decode runs 6600 launches, 13.87 ms of kernels, 99 % idle
+    assert table.at["decode", "launches"] == 6600 and table.at["prefill", "launches"] == 783
+    assert table.at["decode", "gpu_time_ns"] == 13_873_072 and table.at["prefill", "profiled_launches"] == 30
+
+
+def test_deltas_against_the_baseline(h200):
+    _, _, sweep, want = h200
+    deltas = sweep.deltas.set_index("metric")
+    assert set(sweep.deltas["label"]) == {"decode"}
+    for metric, d in deltas.iterrows():
+        before, after = want["prefill"][metric], want["decode"][metric]
+        assert (d["baseline"], d["value"], d["abs"]) == pytest.approx((before, after, after - before)), metric
+        assert d["rel_pct"] == pytest.approx((after - before) * 100 / before), metric
+
+
+def test_launch_overhead_findings(h200):
+    _, _, sweep, want = h200
+    bound = {f.evidence["label"]: f.evidence for f in sweep.findings if f.id == "sweep_launch_bound"}
+    assert set(bound) == {label for label, row in want.items() if row["idle_pct"] >= LAUNCH_BOUND_IDLE_PCT}
+    assert set(bound) == {"prefill", "decode"}  # the GPU idles > 98 % of both stages' spans
+    assert bound["decode"]["idle_med_ns"] == pytest.approx(want["decode"]["idle_med_ns"])
+    assert bound["decode"]["threshold_pct"] == LAUNCH_BOUND_IDLE_PCT
+    # decode launches more kernels AND spends more GPU time on them: no trade-off, no break-even
+    assert want["decode"]["launches"] > want["prefill"]["launches"]
+    assert want["decode"]["gpu_time_ns"] > want["prefill"]["gpu_time_ns"]
+    assert not [f for f in sweep.findings if f.id == "sweep_break_even"]
+
+
+def test_sweep_only_version_shows_its_baseline(tmp_path, h200):
+    _, inputs, _, _ = h200
+    assert set(inputs.kernel_summary["stage"]) == {"prefill"}  # the other pages: the baseline config
+    report = write_report(tmp_path, H200_POINTS, baseline="decode")
+    inputs, sweep = analyzed(report)
+    assert sweep.baseline == "decode" and set(inputs.kernel_summary["stage"]) == {"decode"}
+    assert set(sweep.deltas["label"]) == {"prefill"}
+    assert sweep.deltas.set_index("metric").at["launches", "abs"] == 783 - 6600
+
+
+@pytest.mark.parametrize(("edit", "problem"), [
+    (lambda v: v["sweep"][1].update(label="prefill"), "sweep labels must be unique"),
+    (lambda v: [p.update(baseline=True) for p in v["sweep"]], "at most one sweep config can be the baseline"),
+    (lambda v: v["sweep"][1]["inputs"]["nsys"][0].update(stage="nowhere"), "NVTX range 'nowhere' not found"),
+])
+def test_bad_sweeps_are_input_errors(tmp_path, capsys, edit, problem):
+    report = write_report(tmp_path, H200_POINTS)
+    data = yaml.safe_load(report.read_text())
+    edit(data["versions"][0])
+    report.write_text(yaml.safe_dump(data, allow_unicode=True))
+    with pytest.raises(InputError, match=problem):
+        analyzed(report)
+    assert main(["build", str(report), "--out", str(tmp_path / "site"), "--src", str(tmp_path / "src")]) == 2
+    assert "Traceback" not in capsys.readouterr().err and not (tmp_path / "site").exists()
+
+
+@pytest.fixture(scope="module")
+def built(h200, tmp_path_factory):
+    report, _, _, want = h200
+    root = tmp_path_factory.mktemp("sweep-site")
+    assert main(["build", str(report), "--out", str(root / "site"), "--src", str(root / "src")]) == 0
+    return root / "site" / "v1", root / "src" / "sweep-test" / "v1", want
+
+
+def test_sweep_page_in_the_built_site(built):
+    site, src, want = built
+    nav = yaml.safe_load((src / "mkdocs.yml").read_text(encoding="utf-8").split("\ntheme:")[0])["nav"]
+    assert nav[:2] == ["index.md", "sweep.md"]
+    assert (site / "sweep.html").is_file() and (site / "zh" / "sweep.html").is_file()
+    for lang, mark in (("en", " (baseline)"), ("zh", "（基线）")):
+        docs = src / "docs"
+        page = (docs / ("sweep.md" if lang == "en" else "sweep.zh.md")).read_text(encoding="utf-8")
+        assert (docs / "assets" / "charts" / f"sweep-metrics-{lang}.svg").is_file()
+        for label, row in want.items():
+            cells = [f"{row['gpu_time_ns'] / 1e6:,.3f}", f"{row['kernels']:,d}", f"{row['launches']:,d}",
+                     *(f"{row[k]:,.2f}" for k in ("sm_throughput_pct", "memory_throughput_pct",
+                                                  "achieved_occupancy_pct", "l1_hit_rate_pct", "l2_hit_rate_pct")),
+                     f"{row['profiled_launches']:,d}"]
+            first = f"| {label}{mark if label == 'prefill' else ''} | stage={label} | {label} |"
+            assert f"{first} {' | '.join(cells)} |" in page, (lang, label)
+            overhead = [f"{row['launches_per_ms']:,.2f}", f"{row['short_kernels']:,d}", f"{row['short_launch_pct']:,.2f}",
+                        f"{row['short_time_pct']:,.2f}", f"{row['idle_count']:,d}", f"{row['idle_ns'] / 1e6:,.3f}",
+                        f"{row['idle_pct']:,.2f}", f"{row['idle_med_ns'] / 1e3:,.2f}",
+                        f"{row['short_mean_ns'] / 1e3:,.2f}", f"{row['launch_cost_ns'] / 1e3:,.2f}"]
+            assert f"| {label} | {' | '.join(overhead)} |" in page, (lang, label)
+        before, after = want["prefill"]["gpu_time_ns"], want["decode"]["gpu_time_ns"]
+        change = f"{(after - before) / 1e6:+,.3f} | {(after - before) * 100 / before:+,.1f}% |"
+        assert f"{before / 1e6:,.3f} | {after / 1e6:,.3f} | {change}" in page
+        assert page.count("launch-bound" if lang == "en" else "受启动开销限制") == 2
