@@ -149,10 +149,10 @@ def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.C
         key = f"top-{index}"
         charts[key] = (ch.top_kernels_chart(f"top-{index}-{ch.slug(stage)}", top, t)
                        if top is not None and len(top) else None)
-    for key, values in result.histograms.items():
-        charts[f"hist-{key}"] = (ch.histogram_chart(f"hist-{ch.slug(key)}", values,
-                                                    t(f"metrics.{key}", default=key), t)
-                                 if len(values) else None)
+    histograms = ch.histogram_charts({f"hist-{ch.slug(key)}": (values, t(f"metrics.{key}", default=key))
+                                      for key, values in result.histograms.items() if len(values)}, t)
+    for key in result.histograms:
+        charts[f"hist-{key}"] = histograms.get(f"hist-{ch.slug(key)}")
     roof = result.roofline
     normalized, physical = roof.get("normalized"), roof.get("physical")
     roofs = roof.get("roofs") or {}
