@@ -211,3 +211,23 @@ def test_rendering_is_deterministic(rendered, tmp_path: Path) -> None:
     second = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert first.keys() == second.keys()
     assert [k for k in first if first[k] != second[k]] == []
+
+
+def test_workload_and_commands_from_a_capture_manifest(rendered, tmp_path: Path) -> None:
+    """A manifest written by the capture's own Manifest class: workload rows and exact commands."""
+    from capture.manifest import Manifest
+
+    result, meta, _ = rendered
+    manifest = Manifest(tmp_path / "manifest.json", workload="ocr-vlm", params={"new_tokens": 8},
+                        tools={"ncu": {"path": "/usr/bin/ncu", "version": "2025.3.1"}},
+                        mangled_names={"gemv": ["_Z4gemvPf"]})
+    argv = ["ncu", "--nvtx-include", "prefill/", "--kernel-name", "regex:gemv|gemm", "-o", "ncu/report"]
+    with manifest.phase("ncu_profile", [argv]):
+        pass
+    with_manifest = dataclasses.replace(result, extra={**result.extra, "manifest": manifest.data})
+    text = render_page("index", with_manifest, meta, "en", {})
+    _row(text, "| workload | ocr-vlm |")
+    _row(text, "| params.new\\_tokens | 8 |")
+    _row(text, "| tools.ncu.version | 2025.3.1 |")
+    assert "_Z4gemvPf" not in text and "created" not in text
+    assert "```shell\nncu --nvtx-include prefill/ --kernel-name 'regex:gemv|gemm' -o ncu/report\n```" in text

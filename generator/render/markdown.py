@@ -18,7 +18,7 @@ import pandas as pd
 #: table cells, heading closers); each is one Python-Markdown accepts after a backslash.
 _MD_INLINE = frozenset("\\`*_{}[]|#")
 #: Block markers that only matter where a line starts: list items and ordered lists.
-_MD_LINE_START = re.compile(r"^([-+]|\d+(?=\.))")
+_MD_LINE_START = re.compile(r"^([-+]|\d+(?=\.(?: |$)))")
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 

@@ -5,6 +5,7 @@ VersionResult. Data text (kernel, stage, file names) is escaped by generator.ren
 """
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
@@ -40,6 +41,10 @@ DATA_FILES: tuple[tuple[str, str], ...] = (
 )
 SHA_PREFIX = 12
 MANIFEST_ROWS_MAX = 60
+#: capture manifest keys the overview shows (workload, parameters, software and tools); the
+#: top-N lists, coverage and phases are shown elsewhere or are logs
+MANIFEST_KEYS = ("workload", "params", "stages", "top_n_requested", "environment", "tools", "argv", "status",
+                 "notes")
 KERNEL_LIST_MAX = 8
 
 
@@ -124,12 +129,13 @@ def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def _commands(value: Any, inside: bool = False) -> list[str]:
-    """Every text under a key containing "command", in manifest order."""
+    """Every command under a key containing "command", in manifest order (argv lists joined with
+    shell quoting)."""
     if isinstance(value, dict):
         return [c for key, v in value.items() for c in _commands(v, inside or "command" in str(key))]
     if isinstance(value, list):
         if inside and value and all(isinstance(v, str) for v in value):
-            return [" ".join(value)] if all(" " not in v for v in value) else list(value)
+            return [shlex.join(value)]  # an argv list
         return [c for v in value for c in _commands(v, inside)]
     return [str(value)] if inside and isinstance(value, str) else []
 
@@ -214,7 +220,8 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
         "file_name": lambda path: escape_text(Path(str(path)).name),
         "sha": lambda value: unknown if is_missing(value) else str(value)[:SHA_PREFIX],
-        "manifest_rows": _leaves(manifest)[:MANIFEST_ROWS_MAX] if isinstance(manifest, dict) else [],
+        "manifest_rows": _leaves({k: manifest[k] for k in MANIFEST_KEYS if k in manifest})[:MANIFEST_ROWS_MAX]
+        if isinstance(manifest, dict) else [],
         "commands": _commands(manifest) if isinstance(manifest, dict) else [],
         "kernels_yaml": result.extra.get("kernels_yaml") or "",
         "data_files": DATA_FILES,
