@@ -198,8 +198,8 @@ def test_comparison_page_for_a_second_version(tmp_path: Path) -> None:
     assert "comparison" in page_names(second)
     text = (tmp_path / "comparison.md").read_text(encoding="utf-8")
     profiled = len(result.ncu_metrics)
-    assert _row(text, "| Kernels profiled |").startswith(f"| Kernels profiled | {profiled} | {profiled} | +0.00 | +0.0% |")
-    assert "**v1** to **v2**" in text
+    assert _row(text, "| Kernels profiled |").startswith(f"| Kernels profiled | {profiled} | {profiled} | +0 | +0.0% |")
+    assert "**V1** to **V2**" in text
     zh = (tmp_path / "comparison.zh.md").read_text(encoding="utf-8")
     assert zh.startswith("# 版本对比")
 

@@ -142,7 +142,7 @@ def _commands(value: Any, inside: bool = False) -> list[str]:
 
 def _kernel_list(kernels: tuple[str, ...], unknown: str, t: Callable[..., str]) -> str:
     """The first KERNEL_LIST_MAX names (hover: full name), then how many more."""
-    shown = ", ".join(name_cell(k, unknown) for k in kernels[:KERNEL_LIST_MAX])
+    shown = t("list_sep").join(name_cell(k, unknown) for k in kernels[:KERNEL_LIST_MAX])
     rest = len(kernels) - KERNEL_LIST_MAX
     return shown + (t("findings.more", count=rest) if rest > 0 else "")
 
@@ -207,7 +207,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "fence": fence,
         "chart": chart,
         "stage_name": stage_name,
-        "stage_list": ", ".join(stage_name(s) for s in result.stages),
+        "stage_list": t("list_sep").join(stage_name(s) for s in result.stages),
         "kernel_list": lambda kernels: _kernel_list(kernels, unknown, t),
         "texts": lambda values, sep: sep.join(escape_text(str(v)) for v in values),
         "cls": cls,
