@@ -133,24 +133,34 @@ WHERE ne.eventType IN ({_RANGE_TYPES})
 
 # --- NVTX stage restriction --------------------------------------------------------------------
 
-CREATE_WANTED = "CREATE TEMP TABLE wanted (stage TEXT PRIMARY KEY)"
+#: One row per requested stage: its label, the range name, and optionally which instances
+#: (1-based ``first`` and ``count`` in start order, as in ``--filter-nvtx NAME/INDEX/COUNT``).
+CREATE_WANTED = """
+CREATE TEMP TABLE wanted (stage TEXT PRIMARY KEY, name TEXT NOT NULL, first INTEGER, count INTEGER)
+"""
+INSERT_WANTED = "INSERT OR IGNORE INTO temp.wanted VALUES (?, ?, ?, ?)"
 
 
 def create_stage_ranges() -> str:
     """temp.stage_ranges: the wanted ranges per (stage, thread), overlapping ones merged.
 
-    A stage names a range by its text (any domain) or as ``domain:name``.
+    A stage names a range by its text (any domain) or as ``domain:name``; without ``first`` every
+    instance counts, with it only instances first … first + count - 1 in order of start.
 
     Merging nested or overlapping ranges of one name makes the intervals disjoint, so a call lies
     in at most one and is counted once; ``inst`` numbers the merged intervals.
     """
     return f"""
 CREATE TEMP TABLE stage_ranges AS
-WITH {_DOMAINS}, r AS (
-    SELECT w.stage AS stage, ne.globalTid AS tid, ne.start AS start, ne.end AS end
+WITH {_DOMAINS}, a AS (
+    SELECT w.stage AS stage, ne.globalTid AS tid, ne.start AS start, ne.end AS end, w.first, w.count,
+           row_number() OVER (PARTITION BY w.stage ORDER BY ne.start, ne.globalTid) AS ordinal
     FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
-    JOIN temp.wanted AS w ON w.stage IN ({_NAME}, {_FULL_NAME})
+    JOIN temp.wanted AS w ON w.name IN ({_NAME}, {_FULL_NAME})
     WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
+), r AS (
+    SELECT stage, tid, start, end FROM a
+    WHERE first IS NULL OR ordinal BETWEEN first AND first + coalesce(count, 1) - 1
 ), o AS (
     SELECT *, max(end) OVER (PARTITION BY stage, tid ORDER BY start, end
                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach

@@ -203,7 +203,7 @@ def test_nvtx_memcpy_api_and_gpus_of_the_h200_capture(plain) -> None:
     launches = con.execute("SELECT count(*), sum(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r "
                            "JOIN StringIds AS s ON s.id = r.nameId WHERE s.value = 'cudaLaunchKernel_v7000'").fetchone()
     con.close()
-    row = api.set_index("name").loc["cudaLaunchKernel_v7000"]
+    row = api.set_index("name").loc["cudaLaunchKernel"]  # ABI suffix dropped, as nsys prints it
     assert (row["count"], row["total_ns"]) == launches
 
 
@@ -293,3 +293,21 @@ def test_reader_never_writes_the_input(plain) -> None:
     ns.stage_timeline(db, VLM_STAGES)
     assert (db.stat().st_mtime_ns, db.stat().st_size) == before
     assert not math.isnan(read(VLM).kernel_summary["stddev_ns"].iloc[0])
+
+
+def test_instances_of_a_stage(plain) -> None:
+    """NAME/INDEX/COUNT picks instances by start order; here the 2nd and 3rd 'prefill'."""
+    db = plain(VLM)
+    ks = ns.kernel_summary(db, ["prefill/2/2"])
+    assert set(ks["stage"]) == {"prefill/2/2"}
+    where = """
+    WHERE k.rowid IN (
+        SELECT k2.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL AS k2
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = k2.correlationId
+        JOIN (SELECT start, end, globalTid FROM NVTX_EVENTS WHERE text = 'prefill' ORDER BY start LIMIT 2 OFFSET 1) AS n
+          ON n.globalTid = r.globalTid AND r.start BETWEEN n.start AND n.end)"""
+    _assert_matches(ks, _kern_sum(db, where))
+    assert ns.stage_spec("prefill/2/2") == ("prefill", 2, 2)
+    assert ns.stage_spec("decode") == ("decode", None, None)
+    with pytest.raises(InputError, match="NVTX range 'prefill/4' not found"):
+        ns.kernel_summary(db, ["prefill/4"])

@@ -6,6 +6,7 @@ aggregated inside SQLite (see :mod:`generator.nsys_queries`); the file is opened
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ TIMELINE_COLUMNS: list[str] = [
     "instances",  # merged NVTX ranges of the stage that hold kernels (1 for ALL_STAGES)
 ]
 
+_API_VERSION = re.compile(r"_v\d{4}$")  # nsys drops exactly a 6-character "_vNNNN"
 _STATS = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
 
 
@@ -90,7 +92,7 @@ class _Capture:
         if "NVTX_EVENTS" not in self.tables:
             raise InputError(self.path, f"NVTX range {stages[0]!r} not found (capture has no NVTX trace)")
         self.conn.execute(q.CREATE_WANTED)
-        self.conn.executemany("INSERT OR IGNORE INTO temp.wanted VALUES (?)", [(s,) for s in stages])
+        self.conn.executemany(q.INSERT_WANTED, [(s, *stage_spec(s)) for s in stages])
         self.conn.execute(q.create_stage_ranges())
         self.conn.execute(q.INDEX_STAGE_RANGES)
         self.conn.execute(q.CREATE_STAGE_CALLS)
@@ -125,6 +127,18 @@ def _open(path: str | Path) -> Iterator[_Capture]:
         raise InputError(path, f"unreadable nsys SQLite export ({exc})") from None
     finally:
         conn.close()
+
+
+_SPEC = re.compile(r"^(?P<name>.+?)(?:/(?P<first>[1-9]\d*)(?:/(?P<count>[1-9]\d*))?)?$")
+
+
+def stage_spec(stage: str) -> tuple[str, int | None, int | None]:
+    """``NAME[/INDEX[/COUNT]]`` → (range name, first instance, instance count), as nsys' filter."""
+    match = _SPEC.match(stage)
+    if match is None:
+        return stage, None, None
+    first, count = match["first"], match["count"]
+    return match["name"], int(first) if first else None, int(count) if count else None
 
 
 def _stage_list(stages: Sequence[str] | None) -> list[str]:
@@ -166,6 +180,9 @@ def _stage_then(order: dict[str, int]):
 def kernel_summary(path: str | Path, stages: Sequence[str] | None = None) -> pd.DataFrame:
     """cuda_gpu_kern_sum rows for each stage (an NVTX range name; ALL_STAGES = no restriction).
 
+    A stage ``NAME`` takes every instance of the range (nested or repeated ones merged, each launch
+    counted once); ``NAME/INDEX[/COUNT]`` takes instances INDEX … INDEX+COUNT-1 (1-based, in start
+    order) like ``nsys stats --filter-nvtx``, which without an index takes the first instance only.
     ``stages=None`` means ``[ALL_STAGES]``. A range that is missing or holds no kernel launch
     raises InputError naming the file and the range.
     """
@@ -224,7 +241,8 @@ def _api_summary(cap: _Capture) -> pd.DataFrame | None:
         return None
     frame = cap.stats(q.RUNTIME_ALL)
     names = cap.strings(frame["key"])
-    frame["name"] = [names.get(int(k)) for k in frame.pop("key")]
+    # nsys prints API names without their ABI version suffix: cudaLaunchKernel_v7000 → cudaLaunchKernel
+    frame["name"] = [_API_VERSION.sub("", names[k]) if k in names else None for k in map(int, frame.pop("key"))]
     return _summary(frame, API_SUMMARY_COLUMNS)
 
 

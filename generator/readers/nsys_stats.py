@@ -190,7 +190,9 @@ def _dataset(path: Path, tables: list[_Table], fmt: str) -> Dataset:
     if "api" in frames:
         ds.api_summary = _finish(frames["api"].rename(columns={"calls": "count"}), API_SUMMARY_COLUMNS)
     if "nvtx" in frames:
-        ds.nvtx_summary = _finish(frames["nvtx"].rename(columns={"range": "name"}), NVTX_SUMMARY_COLUMNS)
+        nvtx = frames["nvtx"].rename(columns={"range": "name"})
+        nvtx["name"] = nvtx["name"].str.replace(r"^:", "", regex=True)  # nsys 2025: ":name" = default domain
+        ds.nvtx_summary = _finish(nvtx, NVTX_SUMMARY_COLUMNS)
     elif "trace" in frames:
         ds.nvtx_summary = _trace_nvtx(frames["trace"])
     mem = [frames[k].assign(operation=frames[k]["operation"].map(memcpy_operation))
