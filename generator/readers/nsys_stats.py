@@ -58,6 +58,12 @@ _REPORTS = {
     "cudaapisum": "api", "nvtx_pushpop_trace": "trace",
 }
 _CUDA_API = re.compile(r"^(cu|nccl)", re.IGNORECASE)
+#: Fields a table of each kind must have.
+_REQUIRED = {
+    "kernels": {"count", "total_ns", "name"}, "api": {"calls", "total_ns", "name"},
+    "nvtx": {"count", "total_ns", "range"}, "memtime": {"count", "total_ns", "operation"},
+    "memsize": {"count", "total_bytes", "operation"}, "trace": {"start_ns", "name"},
+}
 
 
 @dataclass
@@ -116,14 +122,12 @@ def _frame(path: Path, table: _Table) -> tuple[str, pd.DataFrame]:
             kind = "api"
         elif "count" in names and "name" in names:
             kind = "kernels"
-    required = {"kernels": {"count", "total_ns", "name"}, "api": {"calls", "total_ns", "name"},
-                "nvtx": {"count", "total_ns", "range"}, "memtime": {"count", "total_ns", "operation"},
-                "memsize": {"count", "total_bytes", "operation"},
-                "trace": {"start_ns", "name"}}.get(kind or "", set())
-    if kind is None or not required <= names or (unknown and kind != "trace"):
+    used = [f[0] for f in fields if f]
+    if (kind is None or not _REQUIRED[kind] <= names or (unknown and kind != "trace")
+            or len(used) != len(names)):
         columns = ", ".join(h.strip() for h in table.header)
         raise InputError(path, f"unknown nsys stats layout: columns {columns}")
-    data: dict[str, list] = {f[0]: [] for f in fields if f}
+    data: dict[str, list] = {name: [] for name in used}
     for line, cells in table.rows:
         if len(cells) != len(table.header):
             raise InputError(path, f"line {line}: {len(cells)} fields, header has {len(table.header)}")
