@@ -82,7 +82,7 @@ SELECT s.grp, s.key, s.aux, s.count, s.total, s.total * 1.0 / s.count AS avg, s.
 FROM s JOIN v ON v.grp = s.grp AND v.key = s.key AND v.aux = s.aux
 """
 
-# --- sources (grp, key, d) ---------------------------------------------------------------------
+# --- sources (grp, key, aux, d) ---------------------------------------------------------------
 
 KERNELS_ALL = """
 SELECT ? AS grp, demangledName AS key, shortName AS aux, end - start AS d
