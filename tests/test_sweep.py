@@ -254,3 +254,27 @@ def test_sweep_page_in_the_built_site(built):
         change = f"{(after - before) / 1e6:+,.3f} | {(after - before) * 100 / before:+,.1f}% |"
         assert f"{before / 1e6:,.3f} | {after / 1e6:,.3f} | {change}" in page
         assert page.count("launch-bound" if lang == "en" else "受启动开销限制") == 2
+
+
+def test_break_even_reproduces_seed_002():
+    """Seed 002's nsys numbers at is=224: baseline 6,856 launches / 154.34 ms of GPU time, token
+    reduction 7,422 launches / 82.39 ms, at its ~8 µs per launch: 566 × 8 µs = 4.53 ms of overhead
+    against 71.95 ms of saved work, so the extra launches pay off (break-even at ~8,994 launches)."""
+    from generator.analyses.sweep import break_even
+
+    def row(label: str, launches: int, gpu_ms: float) -> dict:
+        return {"label": label, "launches": launches, "gpu_time_ns": gpu_ms * 1e6, "launch_cost_ns": 8000.0,
+                "idle_med_ns": 5000.0, "short_mean_ns": 3000.0, "span_ns": float("nan")}
+
+    baseline, tr = row("baseline", 6856, 154.34), row("tr", 7422, 82.39)
+    (finding,) = break_even(baseline, tr)
+    e = finding.evidence
+    assert (e["more"], e["fewer"], e["extra_launches"]) == ("tr", "baseline", 566)
+    assert e["saved_ns"] == pytest.approx(71.95e6) and e["overhead_ns"] == pytest.approx(4.528e6)
+    assert e["net_ns"] == pytest.approx(71.95e6 - 4.528e6) and e["pays_off"] is True
+    assert e["break_even_launches"] == pytest.approx(71.95e6 / 8000)
+    assert e["span_change_ns"] != e["span_change_ns"]  # no timeline given: unknown (NaN)
+    assert break_even(tr, baseline)[0].evidence.keys() == e.keys()  # the order of the two configs does not matter
+    assert break_even(tr, baseline)[0].evidence["net_ns"] == e["net_ns"]
+    # more launches and more GPU time (the H200 decode stage vs prefill): nothing to trade, no finding
+    assert break_even(row("prefill", 783, 3.25), row("decode", 6600, 13.87)) == []
