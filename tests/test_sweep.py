@@ -278,3 +278,25 @@ def test_break_even_reproduces_seed_002():
     assert break_even(tr, baseline)[0].evidence["net_ns"] == e["net_ns"]
     # more launches and more GPU time (the H200 decode stage vs prefill): nothing to trade, no finding
     assert break_even(row("prefill", 783, 3.25), row("decode", 6600, 13.87)) == []
+
+
+def test_break_even_text_in_both_languages(h200):
+    """The page quotes a break-even finding's evidence (the seed 002 numbers added to the H200 sweep)."""
+    from dataclasses import replace
+
+    from generator.analyses.sweep import break_even
+    from generator.render.pages import build_charts, render_page, translator
+    from tests.helpers_pages import example_result
+
+    _, _, sweep, _ = h200
+    rows = {r["label"]: r for r in sweep.configs.to_dict("records")}
+    seed = break_even({**rows["prefill"], "launches": 6856, "gpu_time_ns": 154.34e6},
+                      {**rows["decode"], "launches": 7422, "gpu_time_ns": 82.39e6})
+    result, meta = example_result()
+    result = replace(result, extra={**result.extra, "sweep": replace(sweep, findings=sweep.findings + seed)})
+    cost = rows["decode"]["launch_cost_ns"]
+    for lang, words in (("en", "the extra launches pay off"), ("zh", "额外启动是值得的")):
+        page = render_page("sweep", result, meta, lang, build_charts(result, translator(lang)))
+        text = next(line for line in page.splitlines() if words in line)
+        assert "566" in text and f"{cost / 1e3:,.2f}" in text and f"{566 * cost / 1e3:,.1f}" in text
+        assert f"{71.95e6 / cost:,.0f}" in text  # break-even launches
