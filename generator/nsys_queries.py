@@ -2,8 +2,8 @@
 
 Summaries are computed the way ``nsys stats`` reports do (group by name; count, total, mean,
 median, min, max, sample stddev) but in one pass over the events: every event is folded into a
-temporary histogram of (group, key, duration) → occurrences with an upsert, and the statistics,
-the median included, come from that small histogram. The input file is only read.
+temporary histogram of (key, duration) → occurrences with an upsert, and the statistics, the
+median included, come from that small histogram. The input file is only read.
 """
 from __future__ import annotations
 
@@ -40,65 +40,70 @@ def memcpy_operation(label: str) -> str:
 # --- the one-pass summary ----------------------------------------------------------------------
 
 CREATE_HIST = """
-CREATE TEMP TABLE hist (grp TEXT NOT NULL, key NOT NULL, aux NOT NULL, d INTEGER NOT NULL,
-                        n INTEGER NOT NULL, PRIMARY KEY (grp, key, aux, d)) WITHOUT ROWID
+CREATE TEMP TABLE hist (k NOT NULL, d INTEGER NOT NULL, n INTEGER NOT NULL, grp, key, aux,
+                        PRIMARY KEY (k, d)) WITHOUT ROWID
 """
 DROP_HIST = "DROP TABLE IF EXISTS temp.hist"
 
 
 def fill_hist(source: str) -> str:
-    """Fold the rows (grp, key, aux, d) of ``source`` into temp.hist; one read of the source.
+    """Fold the rows (k, grp, key, aux, d) of ``source`` into temp.hist; one read of the source.
 
-    ``aux`` rides along with ``key`` (a kernel's short name with its demangled name).
+    ``k`` is the one compact value events are grouped by (a one-column key keeps the upsert
+    fast); ``grp`` (stage or style), ``key`` (name) and ``aux`` (short name) depend on ``k`` only
+    and are stored once per histogram row.
     """
     return f"""
-INSERT INTO temp.hist (grp, key, aux, d, n)
-SELECT grp, key, aux, d, 1 FROM ({source}) WHERE d IS NOT NULL
-ON CONFLICT (grp, key, aux, d) DO UPDATE SET n = n + 1
+INSERT INTO temp.hist (k, d, n, grp, key, aux)
+SELECT k, d, 1, grp, key, aux FROM ({source}) WHERE d IS NOT NULL
+ON CONFLICT (k, d) DO UPDATE SET n = n + 1
 """
 
 
-#: Per (grp, key, aux): count, total, avg, med, min, max, variance (sample; 0 for one event).
+#: Per k, with its grp, key and aux: count, total, avg, med, min, max, variance (sample; 0 for one event).
 #: The median is the mean of the two middle values for even counts, as nsys prints it.
 HIST_STATS = """
 WITH c AS (
-    SELECT grp, key, aux, d, n,
-           sum(n) OVER (PARTITION BY grp, key, aux ORDER BY d ROWS UNBOUNDED PRECEDING) AS cum,
-           sum(n) OVER (PARTITION BY grp, key, aux) AS cnt
+    SELECT k, d, n,
+           sum(n) OVER (PARTITION BY k ORDER BY d ROWS UNBOUNDED PRECEDING) AS cum,
+           sum(n) OVER (PARTITION BY k) AS cnt
     FROM temp.hist
 ), s AS (
-    SELECT grp, key, aux, max(cnt) AS count, sum(d * n) AS total, min(d) AS min, max(d) AS max,
+    SELECT k, max(cnt) AS count, sum(d * n) AS total, min(d) AS min, max(d) AS max,
            (min(CASE WHEN cum >= (cnt + 1) / 2 THEN d END)
             + min(CASE WHEN cum >= cnt / 2 + 1 THEN d END)) / 2.0 AS med
-    FROM c GROUP BY grp, key, aux
+    FROM c GROUP BY k
 ), v AS (
-    SELECT h.grp, h.key, h.aux,
+    SELECT h.k, max(h.grp) AS grp, max(h.key) AS key, max(h.aux) AS aux,
            sum(h.n * (h.d - s.total * 1.0 / s.count) * (h.d - s.total * 1.0 / s.count)) AS ss
-    FROM temp.hist AS h JOIN s ON s.grp = h.grp AND s.key = h.key AND s.aux = h.aux
-    GROUP BY h.grp, h.key, h.aux
+    FROM temp.hist AS h JOIN s ON s.k = h.k
+    GROUP BY h.k
 )
-SELECT s.grp, s.key, s.aux, s.count, s.total, s.total * 1.0 / s.count AS avg, s.med, s.min, s.max,
+SELECT v.grp, v.key, v.aux, s.count, s.total, s.total * 1.0 / s.count AS avg, s.med, s.min, s.max,
        CASE WHEN s.count > 1 THEN v.ss / (s.count - 1) ELSE 0.0 END AS var
-FROM s JOIN v ON v.grp = s.grp AND v.key = s.key AND v.aux = s.aux
+FROM s JOIN v ON v.k = s.k
 """
 
-# --- sources (grp, key, aux, d) ---------------------------------------------------------------
+# --- sources (k, grp, key, aux, d) ---------------------------------------------------------------
 
 KERNELS_ALL = """
-SELECT ? AS grp, demangledName AS key, shortName AS aux, end - start AS d
+SELECT demangledName AS k, ? AS grp, demangledName AS key, shortName AS aux, end - start AS d
 FROM CUPTI_ACTIVITY_KIND_KERNEL"""
 
-#: Kernels whose launch call (runtime API, same process, same correlationId) is in temp.stage_calls.
+#: Kernels whose launch call (runtime API, same process, same correlationId) is in temp.stage_calls;
+#: k packs the stage's index above the 32-bit StringIds id of the name.
 KERNELS_IN_STAGES = """
-SELECT c.stage AS grp, k.demangledName AS key, k.shortName AS aux, k.end - k.start AS d
+SELECT (c.idx << 32) + k.demangledName AS k, c.stage AS grp, k.demangledName AS key, k.shortName AS aux, k.end - k.start AS d
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
 JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
 """
 
-RUNTIME_ALL = "SELECT '' AS grp, nameId AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+RUNTIME_ALL = """
+SELECT nameId AS k, '' AS grp, nameId AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_RUNTIME"""
 
-MEMCPY_TIMES = "SELECT '' AS grp, copyKind AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_MEMCPY"
-MEMSET_TIMES = "SELECT '' AS grp, -1 AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_MEMSET"
+MEMCPY_TIMES = """
+SELECT copyKind AS k, '' AS grp, copyKind AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_MEMCPY"""
+MEMSET_TIMES = "SELECT -1 AS k, '' AS grp, -1 AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_MEMSET"
 MEMCPY_BYTES = "SELECT copyKind AS key, sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind"
 MEMSET_BYTES = "SELECT -1 AS key, sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET"
 
@@ -118,16 +123,19 @@ _FULL_NAME = f"CASE WHEN dom.name IS NOT NULL THEN dom.name || ':' || {_NAME} EL
 
 
 def nvtx_ranges() -> str:
-    """NVTX ranges as (grp=style, key=name, aux, d), named ``domain:name`` in named domains as
+    """NVTX ranges as (k, grp=style, key=name, aux, d, start), named ``domain:name`` in named domains as
     nvtx_sum does. A range without an end lasts until the last NVTX timestamp, as nsys counts it.
     """
     styles = " ".join(f"WHEN {t} THEN '{s}'" for t, s in NVTX_RANGE_STYLES.items())
     return f"""
-WITH {_DOMAINS}, last AS (SELECT max(max(start), coalesce(max(end), 0)) AS t FROM NVTX_EVENTS)
-SELECT CASE ne.eventType {styles} END AS grp, {_FULL_NAME} AS key, 0 AS aux,
-       coalesce(ne.end, (SELECT t FROM last)) - ne.start AS d
-FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
-WHERE ne.eventType IN ({_RANGE_TYPES})
+WITH {_DOMAINS}, last AS (SELECT max(max(start), coalesce(max(end), 0)) AS t FROM NVTX_EVENTS),
+r AS (
+    SELECT CASE ne.eventType {styles} END AS grp, {_FULL_NAME} AS key, 0 AS aux,
+           coalesce(ne.end, (SELECT t FROM last)) - ne.start AS d, ne.start AS start
+    FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+    WHERE ne.eventType IN ({_RANGE_TYPES})
+)
+SELECT grp || char(31) || key AS k, grp, key, aux, d, start FROM r
 """
 
 
@@ -136,9 +144,10 @@ WHERE ne.eventType IN ({_RANGE_TYPES})
 #: One row per requested stage: its label, the range name, and optionally which instances
 #: (1-based ``first`` and ``count`` in start order, as in ``--filter-nvtx NAME/INDEX/COUNT``).
 CREATE_WANTED = """
-CREATE TEMP TABLE wanted (stage TEXT PRIMARY KEY, name TEXT NOT NULL, first INTEGER, count INTEGER)
+CREATE TEMP TABLE wanted (stage TEXT PRIMARY KEY, idx INTEGER NOT NULL, name TEXT NOT NULL,
+                          first INTEGER, count INTEGER)
 """
-INSERT_WANTED = "INSERT OR IGNORE INTO temp.wanted VALUES (?, ?, ?, ?)"
+INSERT_WANTED = "INSERT OR IGNORE INTO temp.wanted VALUES (?, ?, ?, ?, ?)"
 
 
 def create_stage_ranges() -> str:
@@ -180,7 +189,7 @@ INDEX_STAGE_RANGES = "CREATE INDEX temp.stage_ranges_at ON stage_ranges (stage, 
 #: thread. Merged ranges are disjoint, so only the latest one starting before the call can hold it.
 CREATE_STAGE_CALLS = """
 CREATE TEMP TABLE stage_calls AS
-SELECT w.stage AS stage, r.correlationId AS corr, r.globalTid >> 24 AS pid, g.inst AS inst
+SELECT w.stage AS stage, w.idx AS idx, r.correlationId AS corr, r.globalTid >> 24 AS pid, g.inst AS inst
 FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
 CROSS JOIN temp.wanted AS w
 JOIN temp.stage_ranges AS g ON g.rowid = (

@@ -73,7 +73,7 @@ class _Capture:
         return found
 
     def stats(self, source: str, params: Sequence[object] = ()) -> pd.DataFrame:
-        """count/total/avg/med/min/max/stddev per (grp, key, aux) of a (grp, key, aux, d) source."""
+        """count/total/avg/med/min/max/stddev with grp, key, aux per k of a (k, grp, key, aux, d) source."""
         self.conn.execute(q.DROP_HIST)
         self.conn.execute(q.CREATE_HIST)
         self.conn.execute(q.fill_hist(source), params)
@@ -92,7 +92,7 @@ class _Capture:
         if "NVTX_EVENTS" not in self.tables:
             raise InputError(self.path, f"NVTX range {stages[0]!r} not found (capture has no NVTX trace)")
         self.conn.execute(q.CREATE_WANTED)
-        self.conn.executemany(q.INSERT_WANTED, [(s, *stage_spec(s)) for s in stages])
+        self.conn.executemany(q.INSERT_WANTED, [(s, i, *stage_spec(s)) for i, s in enumerate(stages)])
         self.conn.execute(q.create_stage_ranges())
         self.conn.execute(q.INDEX_STAGE_RANGES)
         self.conn.execute(q.CREATE_STAGE_CALLS)
@@ -217,8 +217,8 @@ def nvtx_stages(path: str | Path) -> list[str]:
     with _open(path) as cap:
         if "NVTX_EVENTS" not in cap.tables:
             return []
-        sql = q.nvtx_ranges() + " ORDER BY ne.start"
-        return list(dict.fromkeys(r[1] for r in cap.conn.execute(sql) if r[1]))
+        sql = f"SELECT key FROM ({q.nvtx_ranges()}) ORDER BY start"
+        return list(dict.fromkeys(r[0] for r in cap.conn.execute(sql) if r[0]))
 
 
 def _summary(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
