@@ -270,6 +270,7 @@ def test_break_even_reproduces_seed_002():
     (finding,) = break_even(baseline, tr)
     e = finding.evidence
     assert (e["more"], e["fewer"], e["extra_launches"]) == ("tr", "baseline", 566)
+    assert e["extra_pct"] == pytest.approx(566 * 100 / 6856)  # ≥ BREAK_EVEN_MIN_EXTRA_PCT
     assert e["saved_ns"] == pytest.approx(71.95e6) and e["overhead_ns"] == pytest.approx(4.528e6)
     assert e["net_ns"] == pytest.approx(71.95e6 - 4.528e6) and e["pays_off"] is True
     assert e["break_even_launches"] == pytest.approx(71.95e6 / 8000)

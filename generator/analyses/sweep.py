@@ -19,6 +19,9 @@ from generator.analyses.result import Finding
 SHORT_KERNEL_NS = 10_000.0
 #: GPU idle between kernels at/above this share of the measured span → the config is launch-bound.
 LAUNCH_BOUND_IDLE_PCT = 30.0
+#: Break-even is weighed only between configs whose launch counts differ by at least this share of
+#: the smaller count (a few kernels more from another GEMM choice is not a launch strategy).
+BREAK_EVEN_MIN_EXTRA_PCT = 5.0
 #: ncu metrics averaged over a configuration's profiled launches.
 NCU_MEANS: tuple[str, ...] = ("sm_throughput_pct", "memory_throughput_pct", "achieved_occupancy_pct",
                               "l1_hit_rate_pct", "l2_hit_rate_pct")
@@ -66,6 +69,7 @@ class SweepResult:
     findings: list[Finding] = field(default_factory=list)
     short_kernel_ns: float = SHORT_KERNEL_NS
     launch_bound_idle_pct: float = LAUNCH_BOUND_IDLE_PCT
+    break_even_min_extra_pct: float = BREAK_EVEN_MIN_EXTRA_PCT
 
 
 def _ratio(part: float, whole: float, scale: float = 100.0) -> float:
@@ -144,22 +148,39 @@ def launch_bound(row: dict[str, Any]) -> list[Finding]:
 
 
 def break_even(a: dict[str, Any], b: dict[str, Any]) -> list[Finding]:
-    """Two configs where one launches more kernels but spends less GPU time on them: is the work it
-    saves worth its extra launches (extra launches × the per-launch cost measured on it)?"""
+    """Two configs where one launches at least BREAK_EVEN_MIN_EXTRA_PCT more kernels but spends less
+    GPU time on them: is the work it saves worth its extra launches (extra launches × the per-launch
+    cost measured on it)?"""
     more, fewer = (a, b) if a["launches"] > b["launches"] else (b, a)
     extra = more["launches"] - fewer["launches"]
     saved = fewer["gpu_time_ns"] - more["gpu_time_ns"]
     cost = more["launch_cost_ns"]
-    if extra <= 0 or saved <= 0 or math.isnan(cost) or cost <= 0:
+    if extra <= 0 or _ratio(extra, fewer["launches"]) < BREAK_EVEN_MIN_EXTRA_PCT:
+        return []
+    if saved <= 0 or math.isnan(cost) or cost <= 0:
         return []
     overhead = extra * cost
     evidence = {
-        "more": more["label"], "fewer": fewer["label"], "extra_launches": extra, "saved_ns": saved,
+        "more": more["label"], "fewer": fewer["label"], "extra_launches": extra,
+        "extra_pct": _ratio(extra, fewer["launches"]), "saved_ns": saved,
         "cost_ns": cost, "gap_ns": more["idle_med_ns"], "short_mean_ns": more["short_mean_ns"],
         "overhead_ns": overhead, "net_ns": saved - overhead, "break_even_launches": saved / cost,
         "pays_off": saved > overhead, "span_change_ns": more["span_ns"] - fewer["span_ns"],
     }
     return [Finding("sweep_break_even", "finding", evidence)]
+
+
+def _one_factor(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The two configs' params differ in exactly one parameter."""
+    keys = set(a["params"]) | set(b["params"])
+    return sum(a["params"].get(k) != b["params"].get(k) for k in keys) == 1
+
+
+def trade_off_pairs(rows: list[dict[str, Any]], base: dict[str, Any]) -> list[tuple[dict, dict]]:
+    """Config pairs weighed for break-even: those differing in one parameter (e.g. a variant at the
+    same size), else each config against the baseline."""
+    pairs = [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:] if _one_factor(a, b)]
+    return pairs or [(base, row) for row in rows if row is not base]
 
 
 def analyze_sweep(configs: list[SweepConfig], baseline: str | None = None) -> SweepResult:
@@ -175,6 +196,6 @@ def analyze_sweep(configs: list[SweepConfig], baseline: str | None = None) -> Sw
         row["baseline"] = row["label"] == baseline
     base = rows[labels.index(baseline)]
     findings = [f for row in rows for f in launch_bound(row)]
-    findings += [f for row in rows if row is not base for f in break_even(base, row)]
+    findings += [f for a, b in trade_off_pairs(rows, base) for f in break_even(a, b)]
     table = pd.DataFrame(rows, columns=CONFIG_COLUMNS)
     return SweepResult(baseline, table, deltas(table, baseline), findings)
