@@ -12,7 +12,7 @@ export PYTHONUNBUFFERED=1
 pack() {
   local name="${!#}" dirs=("${@:1:$#-1}") d f
   for d in "${dirs[@]}"; do
-    find "$d" -name 'report.nsys-rep' -size +5M -print0 | while IFS= read -r -d '' f; do
+    find "$d" -name 'report.nsys-rep' -size +5000000c -print0 | while IFS= read -r -d '' f; do
       rm -f "$f"
       python3 - "$(dirname "$(dirname "$f")")/manifest.json" <<'PY'
 import json, sys

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import lzma
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from capture import commands as cmd
 from capture.kernel_filter import exact_regex
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
 from capture.tools import CaptureError, find_tool, run_logged, tool_version
-from capture.topn import TopN, mangled_names, select, stage_summaries, stats_csv_summaries
+from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages
 from capture.workloads.params import Params
 
@@ -120,12 +121,14 @@ def _stats(nsys: str, lay: cmd.RunLayout, stages: list[str], man: Manifest) -> N
         if missing:
             raise PhaseFailed(f"nsys stats wrote no {', '.join(missing)}")
     man.note("nsys/stats/all_cuda_gpu_kern_sum.csv covers the whole process (warm-up included); "
-             "the top-N 'all' list sums the measured stages only")
+             "<stage>_cuda_gpu_kern_sum.csv (nsys --filter-nvtx) counts kernels whose GPU execution overlaps "
+             "the range, while top_n attributes each kernel to the stage that launched it")
 
 
 def profiled_mangled(csv_path: Path) -> list[str]:
     """Kernel names (mangled) of an ``ncu --page raw --csv --print-kernel-base mangled`` export."""
-    with open(csv_path, newline="") as fh:
+    opener = lzma.open if csv_path.suffix == ".xz" else open
+    with opener(csv_path, "rt", newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows or "Kernel Name" not in rows[0]:
         raise PhaseFailed(f"{csv_path.name}: no 'Kernel Name' column in the ncu export")
@@ -221,14 +224,8 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
 
     progress(f"top-{cfg.top_n}: selecting kernels")
     with man.phase("top_n"):
-        try:
-            summaries = stage_summaries(lay.sqlite, stages)
-            source = "generator.readers (nsys SQLite)"
-        except Exception as exc:  # noqa: BLE001 — keep the capture going on nsys' own numbers
-            summaries = stats_csv_summaries(lay.stats, stages)
-            source = f"nsys/stats/<stage>_cuda_gpu_kern_sum.csv (SQLite reader failed: {type(exc).__name__}: {exc})"
+        summaries = stage_summaries(lay.sqlite, stages)
         top = select(summaries, cfg.top_n, include_nccl=cfg.include_nccl)
-        man.set(top_n_source=source)
         mangled = mangled_names(lay.sqlite, [k.name for k in top.selected()])
         man.set(top_n=top.as_dict(), mangled_names=mangled)
     if not ncu:

@@ -1,6 +1,7 @@
 """Top-N kernels by GPU time inside the measured stages, overall and per stage.
 
-Per-stage kernel summaries come from the generator's readers (``read(sqlite, stage=…)``); the
+Per-stage kernel summaries come from the generator's nsys SQLite reader, which puts a kernel in a
+stage when its launch call ran inside the stage's NVTX range (as ncu's NVTX filter does); the
 overall list adds the stages up, so warm-up launches (outside every stage) never count.
 Each selected kernel also carries its mangled name(s), the identity ncu filters on.
 """
@@ -58,17 +59,6 @@ def stage_summaries(sqlite: Path, stages: list[str]) -> dict[str, pd.DataFrame]:
     with _plain(sqlite) as plain:
         table = kernel_summary(plain, stages)
     return {stage: table[table["stage"] == stage] for stage in stages}
-
-
-def stats_csv_summaries(stats_dir: Path, stages: list[str]) -> dict[str, pd.DataFrame]:
-    """Stopgap while the generator has no nsys SQLite reader: the per-stage
-    ``<stage>_cuda_gpu_kern_sum.csv`` files this capture wrote with nsys 2025 (no short names)."""
-    columns = {"Name": "name", "Instances": "count", "Total Time (ns)": "total_ns"}
-    out = {}
-    for stage in stages:
-        table = pd.read_csv(stats_dir / f"{stage}_cuda_gpu_kern_sum.csv")[list(columns)].rename(columns=columns)
-        out[stage] = table.assign(short_name=None)
-    return out
 
 
 def _top(table: pd.DataFrame, n: int, include_nccl: bool) -> list[Kernel]:

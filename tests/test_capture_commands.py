@@ -1,0 +1,124 @@
+"""Exact argv of every profiler call, and what --dry-run prints."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from capture import cli
+from capture import commands as cmd
+from capture.run import RunConfig, planned_commands
+from capture.workloads.params import Params
+
+RUN = Path("/runs/r1")
+LAY = cmd.RunLayout(RUN)
+WORKER = ["/py", "-m", "capture.worker", "--workload", "ocr-vlm", "--attn-impl", "eager"]
+
+
+def test_worker_argv_lists_only_non_default_params() -> None:
+    params = Params(attn_impl="eager", new_tokens=8, image_size=512)
+    assert cmd.worker_argv("/py", "ocr-vlm", params, RUN / "logs/stages.json") == [
+        "/py", "-m", "capture.worker", "--workload", "ocr-vlm",
+        "--image-size", "512", "--new-tokens", "8", "--attn-impl", "eager",
+        "--stages-out", "/runs/r1/logs/stages.json",
+    ]
+
+
+def test_nsys_commands() -> None:
+    assert cmd.nsys_profile("nsys", LAY, WORKER) == [
+        "nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
+        "-o", "/runs/r1/nsys/report", *WORKER,
+    ]
+    assert cmd.nsys_export("nsys", LAY) == [
+        "nsys", "export", "--type", "sqlite", "--output", "/runs/r1/nsys/report.sqlite",
+        "/runs/r1/nsys/report.nsys-rep",
+    ]
+    assert cmd.nsys_stats("nsys", LAY, ["cuda_gpu_kern_sum"], "decode", stage="decode") == [
+        "nsys", "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv",
+        "--output", "/runs/r1/nsys/stats/decode", "--filter-nvtx", "decode", "/runs/r1/nsys/report.sqlite",
+    ]
+    assert cmd.nsys_stats("nsys", LAY, ["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"], "all") == [
+        "nsys", "stats", "--report", "cuda_gpu_kern_sum,nvtx_sum,cuda_api_sum", "--format", "csv",
+        "--output", "/runs/r1/nsys/stats/all", "/runs/r1/nsys/report.sqlite",
+    ]
+
+
+def test_ncu_profile_one_run_for_all_stages_and_kernels() -> None:
+    argv = cmd.ncu_profile("ncu", LAY, WORKER, stages=["prefill", "decode"], kernel_regex="^(_Z1a|_Z1b)$",
+                           sections=("SpeedOfLight", "Occupancy"), section_set="full", metrics=["m1", "m2"])
+    assert argv == [
+        "ncu", "--clock-control", "none", "--target-processes", "all", "--nvtx",
+        "--nvtx-include", "prefill/", "--nvtx-include", "decode/",
+        "--kernel-name-base", "mangled", "--kernel-name", "regex:^(_Z1a|_Z1b)$",
+        "--filter-mode", "per-launch-config", "--launch-count", "1",
+        "--set", "full", "--section", "SpeedOfLight", "--section", "Occupancy", "--metrics", "m1,m2",
+        "-o", "/runs/r1/ncu/report", *WORKER,
+    ]
+
+
+def test_ncu_exports() -> None:
+    assert cmd.ncu_export_raw("ncu", LAY) == ["ncu", "--import", "/runs/r1/ncu/report.ncu-rep", "--csv", "--page", "raw"]
+    assert cmd.ncu_export_mangled("ncu", LAY, "-retry") == [
+        "ncu", "--import", "/runs/r1/ncu/report-retry.ncu-rep", "--csv", "--page", "raw",
+        "--print-kernel-base", "mangled", "--metrics", "gpu__time_duration.sum",
+    ]
+
+
+def test_default_sections_cover_the_roofline_and_tensor_roofline() -> None:
+    assert "SpeedOfLight_HierarchicalTensorRooflineChart" in cmd.DEFAULT_SECTIONS
+    assert len(set(cmd.DEFAULT_SECTIONS)) == 9
+
+
+def test_plan_uses_preset_stages_in_order() -> None:
+    cfg = RunConfig(workload="ocr-vlm", params=Params(), run_dir=RUN, python="/py")
+    steps = [name for name, _ in planned_commands(cfg, "nsys", "ncu")]
+    assert steps == ["nsys profile", "nsys export", "nsys stats all", "nsys stats sam", "nsys stats clip",
+                     "nsys stats projector", "nsys stats prefill", "nsys stats decode",
+                     "ncu profile", "ncu export raw", "ncu export names"]
+    no_ncu = [name for name, _ in planned_commands(cfg, "nsys", None)]
+    assert "ncu profile" not in no_ncu
+
+
+def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
+                     "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--set", "full", "--m", "1024"])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"# run directory: {tmp_path / 'g'}"
+    commands = [shlex.split(line) for line in lines if not line.startswith("#")]
+    profile = commands[0]
+    assert profile[:7] == ["/opt/nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
+                           "-o", str(tmp_path / "g/nsys/report")]
+    assert profile[8:] == ["-m", "capture.worker", "--workload", "gemm", "--m", "1024",
+                           "--stages-out", str(tmp_path / "g/logs/stages.json")]
+    assert ["/opt/nsys", "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "--output",
+            str(tmp_path / "g/nsys/stats/gemm"), "--filter-nvtx", "gemm",
+            str(tmp_path / "g/nsys/report.sqlite")] in commands
+    ncu = next(c for c in commands if c[0] == "/opt/ncu" and "-o" in c)
+    assert ncu[ncu.index("--nvtx-include") + 1] == "gemm/"
+    assert ncu[ncu.index("--set") + 1] == "full"
+    assert not (tmp_path / "g").exists()  # a dry run writes nothing
+
+
+def test_missing_tool_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("NSYS", raising=False)
+    assert cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["capture: nsys not found: put it on PATH, set NSYS=PATH or pass --nsys PATH"]
+    assert not (tmp_path / "g").exists()
+
+
+def test_unknown_workload_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--workload", "nope", "--out", str(tmp_path)]) == 2
+    assert "unknown workload 'nope'" in capsys.readouterr().err
+
+
+def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for sub in (["--help"], ["run", "--help"], ["sweep", "--help"], ["list-workloads", "--help"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(sub)
+        assert exc.value.code == 0
+    assert "--attn-impl" in capsys.readouterr().out

@@ -1,0 +1,65 @@
+"""Run directories are never reused; the manifest records every phase, its time and its error."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from capture import cli
+from capture.manifest import Manifest, PhaseFailed, create_run_dir
+from capture.tools import CaptureError, run_logged
+
+
+def test_existing_run_dir_is_refused(tmp_path: Path) -> None:
+    run = create_run_dir(tmp_path / "a" / "run1")
+    (run / "keep.txt").write_text("old")
+    with pytest.raises(CaptureError, match="already exists"):
+        create_run_dir(run)
+    assert (run / "keep.txt").read_text() == "old"
+
+
+def test_cli_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for tool in ("nsys", "ncu"):
+        (fake / tool).write_text("#!/bin/sh\necho 'version 2025.3.1'\n")
+        (fake / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    (tmp_path / "runs" / "r").mkdir(parents=True)
+    code = cli.main(["run", "--workload", "gemm", "--device", "cpu", "--out", str(tmp_path / "runs"), "--name", "r"])
+    assert code == 2
+    assert "already exists" in capsys.readouterr().err
+    assert list((tmp_path / "runs" / "r").iterdir()) == []
+
+
+def test_phases_record_status_time_and_error(tmp_path: Path) -> None:
+    man = Manifest(tmp_path / "manifest.json", workload="gemm")
+    with man.phase("one", [["tool", "--x"]]) as entry:
+        entry["extra"] = 1
+    with pytest.raises(PhaseFailed, match="tool exited 3"):
+        with man.phase("two"):
+            raise PhaseFailed("tool exited 3: bad thing")
+    with pytest.raises(PhaseFailed, match=r"three: KeyError: 'k' \(logs/three.traceback\)"):
+        with man.phase("three"):
+            {}["k"]
+    man.skip("four", "--skip-ncu")
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    phases = {p["name"]: p for p in data["phases"]}
+    assert phases["one"]["status"] == "ok" and phases["one"]["commands"] == [["tool", "--x"]]
+    assert phases["one"]["extra"] == 1 and phases["one"]["seconds"] >= 0
+    assert phases["one"]["start"] <= phases["one"]["end"]
+    assert phases["two"] | {"status": "failed", "error": "tool exited 3: bad thing"} == phases["two"]
+    assert phases["three"]["error"] == "KeyError: 'k'"
+    assert "KeyError" in (tmp_path / "logs" / "three.traceback").read_text()
+    assert phases["four"]["status"] == "skipped"
+    assert data["workload"] == "gemm" and data["schema"] == "kernel-report/capture-run/1"
+
+
+def test_tool_output_goes_to_logs(tmp_path: Path) -> None:
+    result = run_logged(["sh", "-c", "echo out; echo err >&2; exit 4"], tmp_path / "logs", "t")
+    assert result.returncode == 4
+    assert (tmp_path / "logs" / "t.stdout").read_text() == "out\n"
+    assert result.last_error_line() == "err"
+    missing = run_logged(["/nonexistent/tool"], tmp_path / "logs", "m")
+    assert missing.returncode == 127 and "nonexistent" in missing.last_error_line()

@@ -1,0 +1,90 @@
+"""Every preset runs a tiny config on the CPU; its stages are entered in order, warm-ups silent."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from capture import worker
+from capture.workloads import PRESETS, WorkloadError, declared_stages, resolve, stages
+from capture.workloads.params import Params
+
+TINY = {
+    "gemm": Params(device="cpu", dtype="float32", m=64, n=48, k=32, warmup=2),
+    "vit": Params(device="cpu", dtype="float32", layers=1, image_size=64, batch=2, warmup=2),
+    "llm-decode": Params(device="cpu", dtype="float32", layers=1, prompt_len=4, new_tokens=2),
+    "ocr-vlm": Params(device="cpu", dtype="float32", layers=1, image_size=128, prompt_len=4, new_tokens=2,
+                      attn_impl="eager"),
+}
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_preset_runs_on_cpu_with_stages_in_order(name: str) -> None:
+    seen: list[str] = []
+    stages.add_hook(seen.append)  # every stage() call outside warm-up, through the public hook
+    try:
+        entered = worker.run(name, TINY[name])
+    finally:
+        stages.remove_hook(seen.append)
+    assert entered == list(declared_stages(name))
+    assert seen == entered  # warm-up iterations entered no stage
+
+
+def test_gemm_computes_the_product() -> None:
+    p = TINY["gemm"]
+    seen: list[str] = []
+    stages.add_hook(seen.append)
+    try:
+        resolve("gemm")(p)()
+    finally:
+        stages.remove_hook(seen.append)
+    assert seen == ["gemm"]
+
+
+def test_ocr_vlm_has_deepseek_ocr_shape() -> None:
+    from capture.workloads.ocr_vlm import _configs
+
+    sam, clip, llm = _configs(Params(attn_impl="eager"))
+    assert (sam.image_size, sam.hidden_size, sam.num_hidden_layers, list(sam.global_attn_indexes)) == (1024, 768, 12, [2, 5, 8, 11])
+    assert (clip.image_size, clip.hidden_size, clip.num_hidden_layers, clip.patch_size) == (224, 1024, 24, 14)
+    assert (llm.n_routed_experts, llm.num_experts_per_tok, llm.n_shared_experts) == (64, 6, 2)
+    assert all(c._attn_implementation == "eager" for c in (sam, clip, llm))
+    # ≈3B parameters, counted from the config (no weights built)
+    h, inter, moe, layers, vocab = llm.hidden_size, llm.intermediate_size, llm.moe_intermediate_size, llm.num_hidden_layers, llm.vocab_size
+    mlp = 3 * h * inter + (layers - 1) * (64 + 2) * 3 * h * moe
+    assert 2.5e9 < mlp + 2 * vocab * h < 3.5e9
+
+
+def test_user_workload_module_function(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_wl.py").write_text(
+        "from capture.workloads.stages import stage\n"
+        "def build(params):\n"
+        "    def it():\n"
+        "        with stage('encode'):\n            pass\n"
+        "        with stage('head'):\n            pass\n"
+        "    return it\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert worker.run("my_wl:build", Params(device="cpu")) == ["encode", "head"]
+    assert declared_stages("my_wl:build") is None
+    with pytest.raises(WorkloadError, match="no callable"):
+        resolve("my_wl:nothing")
+    with pytest.raises(WorkloadError, match="cannot import"):
+        resolve("no_such_module_xyz:build")
+
+
+def test_worker_process_writes_stages(tmp_path: Path) -> None:
+    out = tmp_path / "stages.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "capture.worker", "--workload", "gemm", "--device", "cpu", "--m", "32",
+         "--n", "32", "--k", "32", "--stages-out", str(out)],
+        capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text()) == ["gemm"]
+    bad = subprocess.run([sys.executable, "-m", "capture.worker", "--workload", "ocr-vlm", "--model", "/x", "--device", "cpu"],
+                         capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("capture.worker: ocr-vlm builds its own")
