@@ -218,7 +218,7 @@ def _lines(path: Path) -> list[str]:
         raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def parse_csv(path: Path) -> list[_Table]:
+def _parse_csv(path: Path) -> list[_Table]:
     """Blocks of CSV rows between preamble/blank lines; each block starts with its header."""
     tables: list[_Table] = []
     block: list[tuple[int, str]] = []
@@ -245,7 +245,7 @@ def _cut(line: str, spans: list[tuple[int, int]]) -> list[str]:
     return [line[a:b] for a, b in zip(starts, ends)]
 
 
-def parse_console(path: Path) -> list[_Table]:
+def _parse_console(path: Path) -> list[_Table]:
     """The tables of console output, each under its ``Executing 'report'`` (or ``** … (report):``) line."""
     lines = _lines(path)
     tables: list[_Table] = []
@@ -298,8 +298,8 @@ class NsysStatsReader:
                                    "(no per-launch data; read the SQLite export instead)")
         text = "\n".join(_lines(path)[:200])
         if _is_console(text):
-            return _dataset(path, parse_console(path), "nsys-stats-console")
-        return _dataset(path, parse_csv(path), "nsys-stats-csv")
+            return _dataset(path, _parse_console(path), "nsys-stats-console")
+        return _dataset(path, _parse_csv(path), "nsys-stats-csv")
 
 
 READER = NsysStatsReader()
