@@ -43,9 +43,13 @@ def _csv_durations_us() -> dict[str, list[float]]:
 
 
 def _rep_durations_us(tmp_path: Path) -> dict[str, list[float]]:
-    """Per demangled name of the prefill report: every launch's duration (µs), read by ncu_report itself."""
-    plain = tmp_path / "prefill.ncu-rep"
-    with lzma.open(PREFILL_REP) as src, open(plain, "wb") as dst:
+    return _run_durations_us(PREFILL_REP, tmp_path)
+
+
+def _run_durations_us(rep: Path, tmp_path: Path) -> dict[str, list[float]]:
+    """Per demangled name of an ncu report: every launch's duration (µs), read by ncu_report itself."""
+    plain = tmp_path / "plain.ncu-rep"
+    with lzma.open(rep) as src, open(plain, "wb") as dst:
         shutil.copyfileobj(src, dst)
     report = ncu_report.load_report(str(plain))
     out: dict[str, list[float]] = {}
@@ -207,3 +211,33 @@ def test_base_names_match_only_when_unique():
         if how == "base name":  # unique on both sides
             assert [base_name(n) for n in csv_names].count(base_name(a)) == 1
             assert [base_name(n) for n in rep_names].count(base_name(b)) == 1
+
+
+VIT_RUNS = Path(__file__).parent.parent / "examples" / "runs" / "vit-sweep"
+FLASH = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
+
+
+def test_a_run_compared_with_itself_passes(tmp_path):
+    run = VIT_RUNS / "image-size224_batch1"
+    code, report = _run(tmp_path, run, run)
+    assert code == 0 and report["counts"]["regression"] == report["counts"]["improvement"] == 0
+    assert report["matched_kernels"] == 10  # the profiled kernels of the run
+
+
+def test_bigger_images_and_batches_regress(tmp_path):
+    """vit at 448 px, batch 4 against 224 px, batch 1: the kernels both profiled take longer."""
+    base, cur = VIT_RUNS / "image-size224_batch1", VIT_RUNS / "image-size448_batch4"
+    code, report = _run(tmp_path, base, cur, "--metrics", "duration_us")
+    assert code == 1
+    durations = [_run_durations_us(run / "ncu" / "report.ncu-rep.xz", tmp_path) for run in (base, cur)]
+    flash = next(r for r in report["rows"] if r["kernel"] == FLASH)
+    assert flash["baseline"] == pytest.approx(statistics.mean(durations[0][FLASH]))  # 7.072 µs
+    assert flash["current"] == pytest.approx(statistics.mean(durations[1][FLASH]))  # 33.344 µs
+    assert flash["status"] == REGRESSION and flash["rel_pct"] == pytest.approx(371.5, abs=0.05)
+    # every kernel both runs profiled got slower but the classifier head's GEMV (7.520 → 7.488 µs)
+    head = "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_bias_TNN"
+    assert {r["kernel"]: r["status"] for r in report["rows"] if r["status"] != REGRESSION} == {head: UNCHANGED}
+    assert report["matched_kernels"] == 6 and report["counts"]["regression"] == 5
+    gemv = next(r for r in report["rows"] if r["kernel"] == head)
+    assert (gemv["baseline"], gemv["current"]) == pytest.approx((statistics.mean(durations[0][head]),
+                                                                 statistics.mean(durations[1][head])))

@@ -14,7 +14,7 @@ import ncu_report
 import pytest
 import yaml
 
-from generator.analyses.sweep import LAUNCH_BOUND_IDLE_PCT, SHORT_KERNEL_NS
+from generator.analyses.sweep import BREAK_EVEN_MIN_EXTRA_PCT, LAUNCH_BOUND_IDLE_PCT, SHORT_KERNEL_NS
 from generator.cli import main
 from generator.config import load_report
 from generator.errors import InputError
@@ -48,10 +48,19 @@ H200_POINTS = (Point("prefill", SQLITE, "prefill", H200 / "small_vlm_prefill.ncu
                Point("decode", SQLITE, "decode", H200 / "small_vlm_decode_ncu_raw.csv.xz"))
 
 
+ROOT = Path(__file__).parent.parent
+VIT_REPORT = ROOT / "examples" / "vit-sweep" / "report.yaml"
+VIT_RUNS = ROOT / "examples" / "runs" / "vit-sweep"
+#: The committed vit sweep (H200): image size 224/448 × batch 1/4, stage "vit", one run each.
+VIT_POINTS = tuple(Point(f"{size} px, batch {batch}", VIT_RUNS / f"image-size{size}_batch{batch}" / "nsys" / "report.sqlite.xz",
+                         "vit", VIT_RUNS / f"image-size{size}_batch{batch}" / "ncu" / "report.ncu-rep.xz")
+                   for size in (224, 448) for batch in (1, 4))
+
+
 def _plain(path: Path, tmp: Path) -> Path:
     if path.suffix != ".xz":
         return path
-    out = tmp / path.stem
+    out = tmp / f"{abs(hash(str(path)))}-{path.stem}"
     if not out.exists():
         with lzma.open(path) as src, open(out, "wb") as dst:
             shutil.copyfileobj(src, dst)
@@ -229,13 +238,12 @@ def built(h200, tmp_path_factory):
     return root / "site" / "v1", root / "src" / "sweep-test" / "v1", want
 
 
-def test_sweep_page_in_the_built_site(built):
-    site, src, want = built
+def assert_page(src: Path, want: dict[str, dict[str, float]], baseline: str, params: dict[str, str]) -> None:
+    """The built sweep page (EN + ZH sources) shows ``want``'s numbers as the page formats them."""
     nav = yaml.safe_load((src / "mkdocs.yml").read_text(encoding="utf-8").split("\ntheme:")[0])["nav"]
     assert nav[:2] == ["index.md", "sweep.md"]
-    assert (site / "sweep.html").is_file() and (site / "zh" / "sweep.html").is_file()
-    for lang, mark in (("en", " (baseline)"), ("zh", "（基线）")):
-        docs = src / "docs"
+    docs = src / "docs"
+    for lang, mark, bound in (("en", " (baseline)", "launch-bound"), ("zh", "（基线）", "受启动开销限制")):
         page = (docs / ("sweep.md" if lang == "en" else "sweep.zh.md")).read_text(encoding="utf-8")
         assert (docs / "assets" / "charts" / f"sweep-metrics-{lang}.svg").is_file()
         for label, row in want.items():
@@ -243,17 +251,65 @@ def test_sweep_page_in_the_built_site(built):
                      *(f"{row[k]:,.2f}" for k in ("sm_throughput_pct", "memory_throughput_pct",
                                                   "achieved_occupancy_pct", "l1_hit_rate_pct", "l2_hit_rate_pct")),
                      f"{row['profiled_launches']:,d}"]
-            first = f"| {label}{mark if label == 'prefill' else ''} | stage={label} | {label} |"
-            assert f"{first} {' | '.join(cells)} |" in page, (lang, label)
+            first = f"| {label}{mark if label == baseline else ''} | {params[label]} |"
+            assert any(line.startswith(first) and line.endswith(f" | {' | '.join(cells)} |")
+                       for line in page.splitlines()), (lang, label)
             overhead = [f"{row['launches_per_ms']:,.2f}", f"{row['short_kernels']:,d}", f"{row['short_launch_pct']:,.2f}",
                         f"{row['short_time_pct']:,.2f}", f"{row['idle_count']:,d}", f"{row['idle_ns'] / 1e6:,.3f}",
                         f"{row['idle_pct']:,.2f}", f"{row['idle_med_ns'] / 1e3:,.2f}",
                         f"{row['short_mean_ns'] / 1e3:,.2f}", f"{row['launch_cost_ns'] / 1e3:,.2f}"]
             assert f"| {label} | {' | '.join(overhead)} |" in page, (lang, label)
-        before, after = want["prefill"]["gpu_time_ns"], want["decode"]["gpu_time_ns"]
-        change = f"{(after - before) / 1e6:+,.3f} | {(after - before) * 100 / before:+,.1f}% |"
-        assert f"{before / 1e6:,.3f} | {after / 1e6:,.3f} | {change}" in page
-        assert page.count("launch-bound" if lang == "en" else "受启动开销限制") == 2
+            if label != baseline:
+                before, after = want[baseline]["gpu_time_ns"], want[label]["gpu_time_ns"]
+                change = f"{(after - before) / 1e6:+,.3f} | {(after - before) * 100 / before:+,.1f}% |"
+                assert f"| {before / 1e6:,.3f} | {after / 1e6:,.3f} | {change}" in page, (lang, label)
+        launch_bound = sum(row["idle_pct"] >= LAUNCH_BOUND_IDLE_PCT for row in want.values())
+        assert page.count(bound) == launch_bound
+
+
+def test_sweep_page_in_the_built_site(built):
+    site, src, want = built
+    assert (site / "sweep.html").is_file() and (site / "zh" / "sweep.html").is_file()
+    assert_page(src, want, "prefill", {"prefill": "stage=prefill", "decode": "stage=decode"})
+
+
+@pytest.fixture(scope="module")
+def vit(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vit")
+    inputs, sweep = analyzed(VIT_REPORT)
+    return inputs, sweep, expected(VIT_POINTS, tmp)
+
+
+def test_vit_sweep_matches_its_runs(vit):
+    inputs, sweep, want = vit
+    table = sweep.configs.set_index("label")
+    assert list(table.index) == list(want) and sweep.baseline == "224 px, batch 1"
+    for label, row in want.items():
+        for key, value in row.items():
+            assert table.loc[label][key] == pytest.approx(value), (label, key)
+    assert table.loc["224 px, batch 1", "params"] == {"image_size": 224, "batch": 1}
+    # bigger images and batches: more GPU time for (almost) the same launches
+    gpu = table["gpu_time_ns"]
+    assert gpu["224 px, batch 1"] < gpu["224 px, batch 4"] < gpu["448 px, batch 4"]
+    assert gpu["224 px, batch 1"] < gpu["448 px, batch 1"] < gpu["448 px, batch 4"]
+    assert set(inputs.kernel_summary["stage"]) >= {"vit"}  # the other pages: the baseline run
+
+
+def test_vit_launch_overhead(vit):
+    _, sweep, want = vit
+    bound = {f.evidence["label"] for f in sweep.findings if f.id == "sweep_launch_bound"}
+    assert bound == {label for label, row in want.items() if row["idle_pct"] >= LAUNCH_BOUND_IDLE_PCT}
+    assert "224 px, batch 1" in bound  # the GPU idles most of the batch-1 forward pass
+    launches = [row["launches"] for row in want.values()]
+    assert (max(launches) - min(launches)) * 100 / min(launches) < BREAK_EVEN_MIN_EXTRA_PCT
+    assert not [f for f in sweep.findings if f.id == "sweep_break_even"]  # same launches: nothing traded
+
+
+def test_vit_sweep_page(vit, tmp_path):
+    _, _, want = vit
+    assert main(["build", str(VIT_REPORT), "--out", str(tmp_path / "site"), "--src", str(tmp_path / "src")]) == 0
+    params = {f"{s} px, batch {b}": f"image\\_size={s}, batch={b}" for s in (224, 448) for b in (1, 4)}
+    assert_page(tmp_path / "src" / "vit-sweep" / "sweep", want, "224 px, batch 1", params)
 
 
 def test_break_even_reproduces_seed_002():
