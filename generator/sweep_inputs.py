@@ -13,7 +13,14 @@ import pandas as pd
 from generator.analyses.sweep import SweepConfig, SweepResult, analyze_sweep
 from generator.analyses.version import VersionInputs
 from generator.config import SweepPoint, VersionConfig
-from generator.inputs import NSYS_CANDIDATES, InputCache, _first_existing, load_manifest, manifest_stages, version_inputs
+from generator.inputs import (
+    NSYS_CANDIDATES,
+    InputCache,
+    _first_existing,
+    load_manifest,
+    manifest_stages,
+    version_inputs,
+)
 from generator.model import ALL_STAGES
 from generator.readers.nsys_sqlite import READER as NSYS_SQLITE
 
@@ -41,7 +48,8 @@ def _timeline(point: SweepPoint, stages: tuple[str, ...], cache: InputCache) -> 
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
-def sweep_config(point: SweepPoint, cache: InputCache, report_file: Path, index: int) -> tuple[SweepConfig, VersionInputs]:
+def sweep_config(point: SweepPoint, cache: InputCache, report_file: Path,
+                 index: int) -> tuple[SweepConfig, VersionInputs]:
     """One config of ``versions[index]``: its SweepConfig and its inputs as a version would read them."""
     inputs = version_inputs(point, cache, report_file, index)
     stages = _measured(point)

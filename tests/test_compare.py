@@ -131,9 +131,9 @@ def test_json_is_deterministic(tmp_path):
     assert main(["compare", str(DECODE_CSV), str(PREFILL_REP), "--json", str(a)]) == 1
     assert main(["compare", str(DECODE_CSV), str(PREFILL_REP), "--json", str(b)]) == 1
     assert a.read_bytes() == b.read_bytes()
-    assert json.loads(a.read_text())["metrics"] == {"duration_us": "lower is better", "sm_throughput_pct": "higher is better",
-                                                     "memory_throughput_pct": "higher is better",
-                                                     "achieved_occupancy_pct": "higher is better"}
+    assert json.loads(a.read_text())["metrics"] == {
+        "duration_us": "lower is better", "sm_throughput_pct": "higher is better",
+        "memory_throughput_pct": "higher is better", "achieved_occupancy_pct": "higher is better"}
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,8 @@ def test_version_dir_with_one_slower_kernel(version_dir, tmp_path):
             current / "data" / "ncu_metrics.csv", index=False)
         code, report = _run(tmp_path, version_dir, current)
         assert code == expected
-        assert [r["kernel"] for r in report["rows"] if r["status"] == REGRESSION] == ([table.at[slow, "name"]] if expected else [])
+        regressed = [r["kernel"] for r in report["rows"] if r["status"] == REGRESSION]
+        assert regressed == ([table.at[slow, "name"]] if expected else [])
 
 
 @pytest.mark.parametrize(("text", "problem"), [

@@ -52,9 +52,9 @@ ROOT = Path(__file__).parent.parent
 VIT_REPORT = ROOT / "examples" / "vit-sweep" / "report.yaml"
 VIT_RUNS = ROOT / "examples" / "runs" / "vit-sweep"
 #: The committed vit sweep (H200): image size 224/448 × batch 1/4, stage "vit", one run each.
-VIT_POINTS = tuple(Point(f"{size} px, batch {batch}", VIT_RUNS / f"image-size{size}_batch{batch}" / "nsys" / "report.sqlite.xz",
-                         "vit", VIT_RUNS / f"image-size{size}_batch{batch}" / "ncu" / "report.ncu-rep.xz")
-                   for size in (224, 448) for batch in (1, 4))
+VIT_POINTS = tuple(Point(f"{size} px, batch {batch}", run / "nsys" / "report.sqlite.xz", "vit",
+                         run / "ncu" / "report.ncu-rep.xz")
+                   for size in (224, 448) for batch in (1, 4) for run in [VIT_RUNS / f"image-size{size}_batch{batch}"])
 
 
 def _plain(path: Path, tmp: Path) -> Path:
@@ -147,7 +147,8 @@ def write_report(folder: Path, points: tuple[Point, ...], baseline: str | None =
               "inputs": {"nsys": [{"path": str(p.sqlite), "stage": p.stage}], "ncu": [str(p.ncu)]}}
              for p in points]
     report = {"id": "sweep-test", "title": {"en": "Sweep", "zh": "扫描"},
-              "versions": [{"id": "v1", "title": {"en": "V1", "zh": "第一版"}, "date": "2026-11-21", "sweep": sweep}]}
+              "versions": [{"id": "v1", "title": {"en": "V1", "zh": "第一版"}, "date": "2026-11-21",
+                            "sweep": sweep}]}
     path = folder / "report.yaml"
     path.write_text(yaml.safe_dump(report, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return path
@@ -254,7 +255,8 @@ def assert_page(src: Path, want: dict[str, dict[str, float]], baseline: str, par
             first = f"| {label}{mark if label == baseline else ''} | {params[label]} |"
             assert any(line.startswith(first) and line.endswith(f" | {' | '.join(cells)} |")
                        for line in page.splitlines()), (lang, label)
-            overhead = [f"{row['launches_per_ms']:,.2f}", f"{row['short_kernels']:,d}", f"{row['short_launch_pct']:,.2f}",
+            overhead = [f"{row['launches_per_ms']:,.2f}", f"{row['short_kernels']:,d}",
+                        f"{row['short_launch_pct']:,.2f}",
                         f"{row['short_time_pct']:,.2f}", f"{row['idle_count']:,d}", f"{row['idle_ns'] / 1e6:,.3f}",
                         f"{row['idle_pct']:,.2f}", f"{row['idle_med_ns'] / 1e3:,.2f}",
                         f"{row['short_mean_ns'] / 1e3:,.2f}", f"{row['launch_cost_ns'] / 1e3:,.2f}"]

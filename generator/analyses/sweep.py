@@ -155,10 +155,8 @@ def break_even(a: dict[str, Any], b: dict[str, Any]) -> list[Finding]:
     extra = more["launches"] - fewer["launches"]
     saved = fewer["gpu_time_ns"] - more["gpu_time_ns"]
     cost = more["launch_cost_ns"]
-    if extra <= 0 or _ratio(extra, fewer["launches"]) < BREAK_EVEN_MIN_EXTRA_PCT:
-        return []
-    if saved <= 0 or math.isnan(cost) or cost <= 0:
-        return []
+    if extra <= 0 or _ratio(extra, fewer["launches"]) < BREAK_EVEN_MIN_EXTRA_PCT or saved <= 0 or not cost > 0:
+        return []  # no trade-off, or no measured per-launch cost (NaN)
     overhead = extra * cost
     evidence = {
         "more": more["label"], "fewer": fewer["label"], "extra_launches": extra,

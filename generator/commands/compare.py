@@ -48,7 +48,8 @@ def threshold(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("baseline", type=Path, metavar="BASELINE", help="run directory, version data directory, summary.json or ncu file")
+    parser.add_argument("baseline", type=Path, metavar="BASELINE",
+                        help="run directory, version data directory, summary.json or ncu file")
     parser.add_argument("current", type=Path, metavar="CURRENT", help="the same kinds of input as BASELINE")
     parser.add_argument("--threshold", type=threshold, default=DEFAULT_THRESHOLD_PCT, metavar="PCT",
                         help=f"relative change that counts (default: {DEFAULT_THRESHOLD_PCT:g}%%)")
@@ -187,8 +188,10 @@ def _print(console: Console, result: Comparison, names: dict[str, str]) -> None:
                           f"[{style}]{row['status']}[/{style}]")
         console.print(table)
     counts = result.as_dict()["counts"]
-    console.print(f"{result.rows['kernel'].nunique()} kernels matched ({len(result.only_baseline)} only in the baseline, "
+    console.print(f"{result.rows['kernel'].nunique()} kernels matched ({len(result.only_baseline)} only in the "
+                  f"baseline, "
                   f"{len(result.only_current)} only in the current); threshold {result.threshold_pct:g}%: "
                   f"{counts[REGRESSION]} regressions, {counts[IMPROVEMENT]} improvements, "
                   f"{counts['unknown']} unknown.")
-    console.print("[red]FAIL[/red]: watched metrics regressed." if result.failed() else "[green]OK[/green]: no regression.")
+    console.print("[red]FAIL[/red]: watched metrics regressed." if result.failed()
+                  else "[green]OK[/green]: no regression.")
