@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import shutil
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -57,15 +59,12 @@ def _config(args: argparse.Namespace, run_dir: Path, params: workload_params.Par
 
 
 def _dry_run(cfg: RunConfig) -> None:
-    import shutil
-    import os
-
     nsys = cfg.nsys or os.environ.get("NSYS") or shutil.which("nsys") or "nsys"
     ncu = None if cfg.skip_ncu else (cfg.ncu or os.environ.get("NCU") or shutil.which("ncu") or "ncu")
     print(f"# run directory: {cfg.run_dir}")
-    for step, argv in planned_commands(cfg, nsys, ncu):
+    for step, argv, stdout in planned_commands(cfg, nsys, ncu):
         print(f"# {step}")
-        print(shlex.join(argv))
+        print(shlex.join(argv) + (f" > {shlex.quote(str(stdout))}" if stdout else ""))
 
 
 def _one(cfg: RunConfig, dry_run: bool) -> int:
@@ -108,7 +107,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    for name, (target, stages, description) in PRESETS.items():
+    for name, (_, stages, description) in PRESETS.items():
         print(f"{name:12} stages: {', '.join(stages):40} {description}")
     return 0
 

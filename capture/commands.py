@@ -65,6 +65,9 @@ class RunLayout:
     def raw_csv(self, suffix: str = "") -> Path:
         return self.root / "ncu" / f"raw{suffix}.csv"
 
+    def names_csv(self, suffix: str = "") -> Path:
+        return self.logs / f"ncu_kernels_mangled{suffix}.csv"
+
     @property
     def stages_json(self) -> Path:
         return self.logs / "stages.json"

@@ -63,6 +63,12 @@ def collect() -> dict:
     except ImportError:
         pass
     try:
+        from capture.workloads.stages import BACKEND
+
+        info["nvtx_backend"] = BACKEND
+    except ImportError:
+        pass
+    try:
         import transformers
 
         info["transformers"] = transformers.__version__

@@ -53,22 +53,23 @@ class RunConfig:
         return cmd.worker_argv(self.python, self.workload, self.params, stages_out)
 
 
-def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[str, list[str]]]:
-    """Every command a capture would run, in order; the kernel regex and stages that only the nsys
-    pass can tell are shown as ``<…>`` placeholders (what ``--dry-run`` prints)."""
+def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[str, list[str], Path | None]]:
+    """Every command a capture would run, in order, with the file its stdout goes to (if any);
+    the kernel regex and stages that only the nsys pass can tell are ``<…>`` placeholders
+    (what ``--dry-run`` prints)."""
     lay = cfg.layout
     stages = list(cfg.stages or declared_stages(cfg.workload) or ["<stages of the nsys pass>"])
     plan = [
-        ("nsys profile", cmd.nsys_profile(nsys, lay, cfg.worker(lay.stages_json))),
-        ("nsys export", cmd.nsys_export(nsys, lay)),
-        ("nsys stats all", cmd.nsys_stats(nsys, lay, [cmd.NSYS_STATS_REPORT, *cmd.NSYS_EXTRA_REPORTS], "all")),
-        *((f"nsys stats {s}", cmd.nsys_stats(nsys, lay, [cmd.NSYS_STATS_REPORT], s, stage=s)) for s in stages),
+        ("nsys profile", cmd.nsys_profile(nsys, lay, cfg.worker(lay.stages_json)), None),
+        ("nsys export", cmd.nsys_export(nsys, lay), None),
+        ("nsys stats all", cmd.nsys_stats(nsys, lay, [cmd.NSYS_STATS_REPORT, *cmd.NSYS_EXTRA_REPORTS], "all"), None),
+        *((f"nsys stats {s}", cmd.nsys_stats(nsys, lay, [cmd.NSYS_STATS_REPORT], s, stage=s), None) for s in stages),
     ]
     if ncu:
         plan += [
-            ("ncu profile", _ncu_profile(cfg, ncu, stages, "<regex of the top-N kernels' mangled names>")),
-            ("ncu export raw", cmd.ncu_export_raw(ncu, lay)),
-            ("ncu export names", cmd.ncu_export_mangled(ncu, lay)),
+            ("ncu profile", _ncu_profile(cfg, ncu, stages, "<regex of the top-N kernels' mangled names>"), None),
+            ("ncu export raw", cmd.ncu_export_raw(ncu, lay), lay.raw_csv()),
+            ("ncu export names", cmd.ncu_export_mangled(ncu, lay), lay.names_csv()),
         ]
     return plan
 
@@ -168,7 +169,7 @@ def _ncu_pass(cfg: RunConfig, ncu: str, stages: list[str], mangled: list[str], s
             raise PhaseFailed(f"ncu wrote no {lay.ncu_rep(suffix).name} (logs/{name}.stdout)")
     with man.phase(f"ncu_export{suffix}", [cmd.ncu_export_raw(ncu, lay, suffix), cmd.ncu_export_mangled(ncu, lay, suffix)]):
         _tool(f"ncu_export_raw{suffix}", cmd.ncu_export_raw(ncu, lay, suffix), lay, stdout_to=lay.raw_csv(suffix))
-        names = lay.logs / f"ncu_kernels_mangled{suffix}.csv"
+        names = lay.names_csv(suffix)
         _tool(f"ncu_export_names{suffix}", cmd.ncu_export_mangled(ncu, lay, suffix), lay, stdout_to=names)
         return set(profiled_mangled(names))
 

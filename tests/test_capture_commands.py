@@ -72,11 +72,11 @@ def test_default_sections_cover_the_roofline_and_tensor_roofline() -> None:
 
 def test_plan_uses_preset_stages_in_order() -> None:
     cfg = RunConfig(workload="ocr-vlm", params=Params(), run_dir=RUN, python="/py")
-    steps = [name for name, _ in planned_commands(cfg, "nsys", "ncu")]
+    steps = [name for name, _, _ in planned_commands(cfg, "nsys", "ncu")]
     assert steps == ["nsys profile", "nsys export", "nsys stats all", "nsys stats sam", "nsys stats clip",
                      "nsys stats projector", "nsys stats prefill", "nsys stats decode",
                      "ncu profile", "ncu export raw", "ncu export names"]
-    no_ncu = [name for name, _ in planned_commands(cfg, "nsys", None)]
+    no_ncu = [name for name, _, _ in planned_commands(cfg, "nsys", None)]
     assert "ncu profile" not in no_ncu
 
 
@@ -86,7 +86,7 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"# run directory: {tmp_path / 'g'}"
-    commands = [shlex.split(line) for line in lines if not line.startswith("#")]
+    commands = [shlex.split(line.split(" > ")[0]) for line in lines if not line.startswith("#")]
     profile = commands[0]
     assert profile[:7] == ["/opt/nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
                            "-o", str(tmp_path / "g/nsys/report")]
@@ -98,6 +98,7 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     ncu = next(c for c in commands if c[0] == "/opt/ncu" and "-o" in c)
     assert ncu[ncu.index("--nvtx-include") + 1] == "gemm/"
     assert ncu[ncu.index("--set") + 1] == "full"
+    assert lines[-3] == f"/opt/ncu --import {tmp_path}/g/ncu/report.ncu-rep --csv --page raw > {tmp_path}/g/ncu/raw.csv"
     assert not (tmp_path / "g").exists()  # a dry run writes nothing
 
 

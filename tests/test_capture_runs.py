@@ -17,6 +17,7 @@ from capture.topn import mangled_names, select, stage_summaries
 ROOT = Path(__file__).parent.parent
 VIT = ROOT / "examples" / "runs" / "vit-sweep"
 RUNS = [ROOT / "examples" / "runs" / "ocr-vlm-eager", ROOT / "examples" / "runs" / "ocr-vlm-sdpa",
+        ROOT / "examples" / "runs" / "llm-decode-small",
         *sorted(p.parent for p in VIT.glob("*/manifest.json")), ROOT / "tests" / "data" / "gemm"]
 
 

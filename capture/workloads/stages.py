@@ -13,18 +13,19 @@ _hooks: list[Callable[[str], None]] = []
 _quiet = 0
 
 
-def _nvtx_backend() -> tuple[Callable[[str], object], Callable[[], object]]:
+def _nvtx_backend() -> tuple[str, Callable[[str], object], Callable[[], object]]:
     try:
         import nvtx
 
-        return (lambda name: nvtx.push_range(name)), nvtx.pop_range
+        return "nvtx", (lambda name: nvtx.push_range(name)), nvtx.pop_range
     except ImportError:
         import torch
 
-        return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+        return "torch.cuda.nvtx", torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
 
 
-_push, _pop = _nvtx_backend()
+#: Which NVTX API the ranges go through ("nvtx" package, else "torch.cuda.nvtx").
+BACKEND, _push, _pop = _nvtx_backend()
 
 
 def add_hook(hook: Callable[[str], None]) -> None:
