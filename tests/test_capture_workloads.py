@@ -88,3 +88,20 @@ def test_worker_process_writes_stages(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "capture.worker", "--workload", "ocr-vlm", "--model", "/x", "--device", "cpu"],
                          capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("capture.worker: ocr-vlm builds its own")
+
+
+def test_model_directory_with_real_weights(tmp_path: Path) -> None:
+    """--model loads a local Hugging Face directory (weights from disk, not random) for llm-decode and vit."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, ViTConfig, ViTForImageClassification
+
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+                                 num_key_value_heads=2, vocab_size=100)).save_pretrained(tmp_path / "llm")
+    ViTForImageClassification(ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                        intermediate_size=64, image_size=32, patch_size=8)).save_pretrained(tmp_path / "vit")
+    common = dict(device="cpu", dtype="float32", warmup=0)
+    assert worker.run("llm-decode", Params(model=str(tmp_path / "llm"), prompt_len=3, new_tokens=2, **common)) == ["prefill", "decode"]
+    assert worker.run("vit", Params(model=str(tmp_path / "vit"), **common)) == ["vit"]
+    with pytest.raises(ValueError, match="takes no --model"):
+        resolve("gemm")(Params(model=str(tmp_path / "llm"), **common))
