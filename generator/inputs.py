@@ -3,7 +3,8 @@
 A run directory (written by ``python -m capture run``) holds ``manifest.json`` (stages in order,
 GPU, versions, commands, top-N, coverage), ``nsys/report.sqlite[.xz]`` and ``ncu/report.ncu-rep[.xz]``
 or ``ncu/raw.csv[.xz]`` (the report is preferred: it carries NVTX and device attributes). Kernel
-summaries are read for "all" and every manifest stage. Explicit inputs: nsys files (optionally one
+summaries are read for every manifest stage, and "all" is those stages together
+(:func:`measured_union`). Explicit inputs: nsys files (optionally one
 NVTX stage each), ncu files, PyTorch traces (their kernel summary is used only when no nsys input
 gives one). Each file is read once per build (:class:`InputCache`).
 """
@@ -117,6 +118,39 @@ def manifest_stages(run: Path, manifest: dict) -> list[str]:
     return [n for n in names if n != ALL_STAGES]
 
 
+def measured_union(staged: pd.DataFrame) -> pd.DataFrame:
+    """The ALL_STAGES summary of a capture run: its measured stages together (disjoint NVTX ranges).
+
+    The capture's export also holds warm-up and model set-up launches outside the stages, so the
+    unrestricted summary is not the measured work. Count, total, min and max add up exactly; the
+    mean is total/count and the sample stddev is pooled exactly from each stage's count, mean and
+    stddev; a median does not combine, so it is unknown (NaN) unless the kernel ran in one stage.
+    """
+    groups = staged.groupby("name", sort=False)
+    count = groups["count"].sum()
+    total = groups["total_ns"].sum()
+    mean = total / count
+    spread = (staged["count"] - 1) * staged["stddev_ns"] ** 2 + staged["count"] * (
+        staged["avg_ns"] - staged["name"].map(mean)
+    ) ** 2
+    squares = spread.groupby(staged["name"], sort=False).sum()
+    single = groups.size() == 1
+    table = pd.DataFrame({
+        "stage": ALL_STAGES,
+        "name": count.index,
+        "short_name": groups["short_name"].first().values,
+        "count": count.values,
+        "total_ns": total.values,
+        "avg_ns": mean.values,
+        "med_ns": groups["med_ns"].first().where(single).values,
+        "min_ns": groups["min_ns"].min().values,
+        "max_ns": groups["max_ns"].max().values,
+        "stddev_ns": (squares / (count - 1)).pow(0.5).where(count > 1, 0.0).values,
+        "time_pct": (total * 100.0 / total.sum()).values,
+    })
+    return table.sort_values(["total_ns", "name"], ascending=[False, True], ignore_index=True)[KERNEL_SUMMARY_COLUMNS]
+
+
 def _first_existing(run: Path, candidates: tuple[str, ...], what: str) -> Path:
     for name in candidates:
         if (run / name).is_file():
@@ -140,7 +174,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         manifests.append(manifest)
         sqlite = _first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
         nsys = cache.read(sqlite)
-        summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES, *manifest_stages(run, manifest))))
+        staged = cache.stage_summaries(sqlite, tuple(manifest_stages(run, manifest)))
+        summaries += [measured_union(staged), staged]
         others.append(nsys)
         metrics.append(cache.read(_first_existing(run, NCU_CANDIDATES, "ncu report or raw CSV")))
     for entry in version.inputs.nsys:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import lzma
+import math
 import re
 import shutil
+import sqlite3
+import statistics
 from pathlib import Path
 
 import pytest
@@ -212,10 +216,43 @@ versions:
         from_run = version_inputs(load_report(report).versions[0], cache, report, 0)
         explicit = version_inputs(load_report(example).versions[0], cache, example, 0)
     assert from_run.manifest == {"stages": stages, "top_n": 20}
-    assert_frame_equal(from_run.kernel_summary, explicit.kernel_summary)
+    staged = from_run.kernel_summary[from_run.kernel_summary["stage"] != "all"].reset_index(drop=True)
+    assert_frame_equal(staged, explicit.kernel_summary[explicit.kernel_summary["stage"] != "all"].reset_index(drop=True))
     # the .ncu-rep is preferred over raw.csv: prefill launches only
     assert set(from_run.kernel_metrics["stage"]) == {"prefill"} and len(from_run.kernel_metrics) == 30
     assert [p.path for p in from_run.provenance] == ["runs/h200/nsys/report.sqlite.xz", "runs/h200/ncu/report.ncu-rep.xz"]
+
+    # "all" of a run = its measured stages together (not the warm-ups around them), checked
+    # against the launches themselves, selected by an independent SQL query
+    union = from_run.kernel_summary[from_run.kernel_summary["stage"] == "all"].set_index("name")
+    plain = tmp_path / "plain.sqlite"
+    plain.write_bytes(lzma.decompress((DATA / "h200-small" / "small_vlm.nsys.sqlite.xz").read_bytes()))
+    con = sqlite3.connect(plain)
+    rows = con.execute(f"""
+        SELECT s.value, k.end - k.start, (SELECT min(coalesce(n.text, t.value)) FROM NVTX_EVENTS AS n
+                 LEFT JOIN StringIds AS t ON t.id = n.textId
+                 WHERE n.eventType IN (59, 60) AND n.globalTid = r.globalTid AND r.start BETWEEN n.start AND n.end
+                   AND coalesce(n.text, t.value) IN ({",".join("?" * len(stages))}))
+        FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = k.correlationId
+        JOIN StringIds AS s ON s.id = k.demangledName""", stages).fetchall()
+    launches: dict[str, list[int]] = {}
+    in_stages: dict[str, set[str]] = {}
+    for name, duration, stage in rows:
+        if stage is not None:
+            launches.setdefault(name, []).append(duration)
+            in_stages.setdefault(name, set()).add(stage)
+    assert set(union.index) == set(launches) and sum(map(len, launches.values())) == 165 + 9 + 783 + 6600
+    assert sum(map(len, launches.values())) < len(rows)  # warm-up launches are left out
+    for name, durations in launches.items():
+        row = union.loc[name]
+        assert (row["count"], row["total_ns"], row["min_ns"], row["max_ns"]) == (
+            len(durations), sum(durations), min(durations), max(durations))
+        assert row["stddev_ns"] == pytest.approx(statistics.stdev(durations) if len(durations) > 1 else 0.0)
+        if len(in_stages[name]) == 1:
+            assert row["med_ns"] == statistics.median(durations)
+        else:
+            assert math.isnan(row["med_ns"])  # medians of several stages do not combine
+    assert union["time_pct"].sum() == pytest.approx(100.0)
 
 
 def test_bad_inputs_name_the_file(tmp_path: Path) -> None:
