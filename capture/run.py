@@ -207,12 +207,16 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
         _tool("nsys_profile", cmd.nsys_profile(nsys, lay, cfg.worker(lay.stages_json)), lay)
         if not lay.nsys_rep.is_file():
             raise PhaseFailed("nsys wrote no report.nsys-rep (logs/nsys_profile.stdout)")
-    measured = json.loads(lay.stages_json.read_text())
+        if not lay.stages_json.is_file():
+            raise PhaseFailed("the workload did not finish its measured iteration (logs/nsys_profile.stderr)")
+        measured = json.loads(lay.stages_json.read_text())
+        stages = [s for s in measured if not cfg.stages or s in cfg.stages]
+        man.set(stages=stages, stages_entered=measured)
+        if not stages:
+            raise PhaseFailed(f"no measured stage to profile (entered: {', '.join(measured) or 'none'})")
     unknown = sorted(set(cfg.stages or ()) - set(measured))
     if unknown:
         man.note(f"requested stages not entered by the workload: {', '.join(unknown)}")
-    stages = [s for s in measured if not cfg.stages or s in cfg.stages]
-    man.set(stages=stages, stages_entered=measured)
 
     progress("nsys: exporting SQLite")
     with man.phase("nsys_export", [cmd.nsys_export(nsys, lay)]):

@@ -63,3 +63,22 @@ def test_tool_output_goes_to_logs(tmp_path: Path) -> None:
     assert result.last_error_line() == "err"
     missing = run_logged(["/nonexistent/tool"], tmp_path / "logs", "m")
     assert missing.returncode == 127 and "nonexistent" in missing.last_error_line()
+
+
+def test_failed_step_is_recorded_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "nsys"
+    broken.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'version 2025.3.1'; exit 0; }\n"
+                      "echo 'starting'; echo 'ERROR: CUPTI could not be initialized' >&2; exit 1\n")
+    broken.chmod(0o755)
+    code = cli.main(["run", "--workload", "gemm", "--device", "cpu", "--skip-ncu", "--nsys", str(broken),
+                     "--out", str(tmp_path / "runs"), "--name", "r"])
+    assert code == 1
+    run = tmp_path / "runs" / "r"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "capture: nsys_profile exited 1: ERROR: CUPTI could not be initialized (logs/nsys_profile.stderr)")
+    man = json.loads((run / "manifest.json").read_text())
+    assert man["status"] == "failed" and man["failed_phases"] == ["nsys_profile"]
+    (phase,) = man["phases"]
+    assert phase["commands"][0][:2] == [str(broken), "profile"] and phase["seconds"] >= 0
+    assert (run / "logs" / "nsys_profile.stdout").read_text() == "starting\n"
+    assert man["tools"]["nsys"] == {"path": str(broken), "version": "version 2025.3.1"}
