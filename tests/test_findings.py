@@ -205,3 +205,22 @@ def test_method_texts_quote_thresholds(rule, params):
         assert ("60" in text) if rule != "sm_dram_margin" else ("5" in text)
         if rule == "roofline":
             assert "4800 GB/s" in text and "206.0" in text
+
+
+def test_tensor_underused_silent_on_a_real_4096_gemm(monkeypatch):
+    # the committed H200 capture of one bf16 4096³ GEMM: compute-bound, near the dense tensor peak
+    metrics = read(DATA / "gemm" / "ncu" / "report.ncu-rep.xz").kernel_metrics
+    names = name_kernels(metrics["name"])
+    peaks = device_peaks(metrics, [], {})
+    kernels = classify(profiled_kernels(metrics, names), "roofline", peaks=peaks)
+    k = kernels.iloc[0]
+    assert k["class"] == "compute-bound" and k["category"] == "gemm"
+    util = k["flop_tensor"] / (k["duration_ns"] * 1e-9) / peaks.flop_per_s["tensor"] * 100
+    assert util > F.TENSOR_UTIL_LOW_PCT
+    assert F.tensor_underused(kernels, peaks) == []
+    monkeypatch.setattr(F, "TENSOR_UTIL_LOW_PCT", util)  # not below its own utilisation → silent
+    assert F.tensor_underused(kernels, peaks) == []
+    monkeypatch.setattr(F, "TENSOR_UTIL_LOW_PCT", util + 0.01)
+    got = F.tensor_underused(kernels, peaks)
+    assert [f.id for f in got] == ["tensor_underused"]
+    assert got[0].evidence["mean_util_pct"] == pytest.approx(util, abs=0.05)
