@@ -16,11 +16,14 @@ from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.naming import name_kernels
 from generator.analyses.result import Finding
 from generator.analyses.roofline import device_peaks
+from generator.inputs import InputCache, load_manifest, manifest_stages
+from generator.model import ALL_STAGES
 from generator.readers import read
 
 DATA = Path(__file__).parent / "data"
 H200 = DATA / "h200-small"
 NSYS = H200 / "small_vlm.nsys.sqlite.xz"
+EXAMPLES = Path(__file__).parent.parent / "examples" / "runs"
 
 
 def _summary(path: Path, stages: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -107,21 +110,28 @@ def test_attention_silent_when_all_flash(h200):
     assert F.attention_mix(summary, names) == []
 
 
-def test_attention_fires_on_eager_softmax(monkeypatch):
-    # the V100 trace runs softmax as separate (eager) kernels; their share is tiny, so the threshold
-    # is set to exactly that real share (≥ fires) and then just above it (silent)
-    summary, names = _hta("ns_resolution_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
-    assert _share(summary, names, "all", F.SOFTMAX_CATEGORIES) == pytest.approx(0.0179, abs=1e-4)
-    rows = summary[[names[n].category in F.SOFTMAX_CATEGORIES | F.ATTENTION_CATEGORIES for n in summary["name"]]]
-    share = float(rows.sort_values("time_pct", ascending=False)["time_pct"].sum())
-    assert F.attention_mix(summary, names) == []
-    monkeypatch.setattr(F, "ATTENTION_NON_FLASH_SHARE_PCT", share)
-    got = F.attention_mix(summary, names)
+def _run_summary(name: str) -> tuple[pd.DataFrame, dict]:
+    """A committed capture run's kernel summaries for "all" and each manifest stage."""
+    run = EXAMPLES / name
+    with InputCache() as cache:
+        summary = cache.stage_summaries(run / "nsys" / "report.sqlite.xz",
+                                        (ALL_STAGES, *manifest_stages(run, load_manifest(run))))
+    return summary, name_kernels(summary["name"])
+
+
+def test_attention_fires_on_eager_not_on_sdpa():
+    # the same OCR-VLM workload captured with eager attention and with SDPA (examples/runs)
+    eager, eager_names = _run_summary("ocr-vlm-eager")
+    got = F.attention_mix(eager, eager_names)
     assert [f.id for f in got] == ["attention_flash"]
+    softmax = _share(eager, eager_names, "all", F.SOFTMAX_CATEGORIES)
+    assert softmax >= F.ATTENTION_NON_FLASH_SHARE_PCT
+    assert got[0].evidence["softmax_share_pct"] == pytest.approx(softmax, abs=0.05)
     assert got[0].evidence["flash_share_pct"] == 0.0
-    assert set(got[0].kernels) == {names[n].friendly_name for n in rows["name"]}
-    monkeypatch.setattr(F, "ATTENTION_NON_FLASH_SHARE_PCT", share * 1.0001)
-    assert F.attention_mix(summary, names) == []
+    sdpa, sdpa_names = _run_summary("ocr-vlm-sdpa")
+    assert _share(sdpa, sdpa_names, "all", F.ATTENTION_CATEGORIES) > 0  # cuDNN flash kernels
+    assert _share(sdpa, sdpa_names, "all", F.SOFTMAX_CATEGORIES) < F.ATTENTION_NON_FLASH_SHARE_PCT
+    assert F.attention_mix(sdpa, sdpa_names) == []
 
 
 def test_launch_overhead_fires_on_decode_not_on_long_kernels(decode, nvtx_sample):
