@@ -146,7 +146,11 @@ def test_roofline_unknown_when_data_missing(kernels):
     assert _cls(_row(kernels, sm_throughput_pct=70.0, dram_bytes=0.0), "roofline", peaks=H200) == UNKNOWN
     assert _cls(_row(kernels, sm_throughput_pct=70.0, flop_tensor=math.nan), "roofline", peaks=H200) == UNKNOWN
     assert _cls(_row(kernels, sm_throughput_pct=70.0), "roofline", peaks=Peaks()) == UNKNOWN  # no peaks
-    assert _cls(_row(kernels, sm_throughput_pct=70.0, flop_tensor=0.0), "roofline", peaks=Peaks()) == MEMORY
+    # zero FLOP: the busier unit decides (memory % ≥ SM % → memory-bound), peaks not needed
+    assert _cls(_row(kernels, sm_throughput_pct=70.0, memory_throughput_pct=70.0, flop_tensor=0.0), "roofline",
+                peaks=Peaks()) == MEMORY
+    assert _cls(_row(kernels, sm_throughput_pct=70.0, memory_throughput_pct=69.99, flop_tensor=0.0), "roofline",
+                peaks=Peaks()) == COMPUTE
 
 
 @pytest.mark.parametrize("sm, mem, expected", [
@@ -229,6 +233,19 @@ def test_reader_frames_classify_like_the_csv_rows(kernels):
     assert (via_reader["qualifier"] == SMALL_GRID).sum() == 24
 
 
+def _expected_roofline(k: pd.Series, ridge: dict[str, float]) -> str:
+    """The documented roofline rule, written out again for the test."""
+    sm, mem = k["sm_throughput_pct"], k["memory_throughput_pct"]
+    if sm < 60 and mem < 60:
+        return LATENCY
+    flops = {"tensor": k["flop_tensor"], "fp32": k["flop_fp32"], "fp16": k["flop_fp16"], "fp64": k["flop_fp64"]}
+    flops = {dp: v for dp, v in flops.items() if not math.isnan(v)}  # a counter the capture lacks
+    total = sum(flops.values())
+    if total == 0:
+        return MEMORY if mem >= sm else COMPUTE
+    return COMPUTE if total / k["dram_bytes"] >= ridge[max(flops, key=flops.get)] else MEMORY
+
+
 def test_roofline_compute_bound_sgemm_on_a10g():
     """ESMM's SGEMMs (A10G .ncu-rep, `--set roofline`): the one busy kernel is FP32 compute-bound."""
     from generator.analyses.roofline import device_peaks
@@ -237,10 +254,23 @@ def test_roofline_compute_bound_sgemm_on_a10g():
     metrics = read(DATA / "ESMM-Research" / "profile_output.ncu-rep").kernel_metrics
     peaks = device_peaks(metrics, [], {})
     out = classify(profiled_kernels(metrics), "roofline", peaks=peaks)
-    ridge = metrics["peak_fp32_flop_per_s"].median() / metrics["peak_dram_bytes_per_s"].median()
+    ridge = {"fp32": metrics["peak_fp32_flop_per_s"].median() / metrics["peak_dram_bytes_per_s"].median()}
     for _, k in out.iterrows():
-        busy = k["sm_throughput_pct"] >= 60 or k["memory_throughput_pct"] >= 60
-        ai = (k["flop_fp32"] + k["flop_fp64"] + k["flop_fp16"]) / k["dram_bytes"]
-        expected = (COMPUTE if ai >= ridge else MEMORY) if busy else LATENCY
-        assert k["class"] == expected
+        assert k["class"] == _expected_roofline(k, ridge)
     assert list(out["class"]).count(COMPUTE) == 1 and list(out["class"]).count(LATENCY) == 3
+
+
+def test_roofline_on_the_ocr_vlm_h200_run():
+    """A full-set H200 capture (57 kernels, tensor + FP32 + zero-FLOP ones): every class by the rule."""
+    from generator.analyses.roofline import DATAPATHS, device_peaks
+    from generator.readers import read
+
+    metrics = read(Path(__file__).parent.parent / "examples" / "runs" / "ocr-vlm-sdpa" / "ncu" / "raw.csv.xz").kernel_metrics
+    peaks = device_peaks(metrics, [], {})
+    out = classify(profiled_kernels(metrics), "roofline", peaks=peaks)
+    dram = metrics["peak_dram_bytes_per_s"].median()
+    ridge = {dp: metrics[col].median() / dram for dp, (_, col) in DATAPATHS.items()}
+    for _, k in out.iterrows():
+        assert k["class"] == _expected_roofline(k, ridge), k["name"]
+    counts = out["class"].value_counts().to_dict()
+    assert counts[COMPUTE] >= 5 and counts[MEMORY] >= 2 and counts[LATENCY] >= 40

@@ -13,7 +13,9 @@ Rules (``rule=``), each applied to a kernel's means:
   2. SM throughput < 60 % **and** memory throughput < 60 % of peak → ``latency-bound`` (ncu's
      SpeedOfLight rule: neither unit is busy, so neither roof bounds it). Exactly 60 % is not < 60.
   3. No FLOP count, no DRAM bytes (missing or zero) → ``unknown``.
-  4. Zero FLOP → ``memory-bound`` (it only moves data).
+  4. Zero FLOP → nothing for the FLOP roofline to place: bound by the busier unit, ``memory-bound``
+     when memory % ≥ SM %, else ``compute-bound`` (SM busy with integer, conversion or special-
+     function work that FLOP counters do not count).
   5. Arithmetic intensity (all FLOP / DRAM byte) ≥ ridge of the datapath with most FLOP
      (tensor-core FLOP against the dense tensor peak; ridge = peak FLOP/s / peak DRAM bytes/s)
      → ``compute-bound``; below → ``memory-bound``; ridge unknown (no peak) → ``unknown``.
@@ -117,7 +119,7 @@ def classify_roofline(row: dict[str, Any], peaks: Peaks) -> str:
     if math.isnan(ai):
         return UNKNOWN
     if ai == 0:
-        return MEMORY
+        return MEMORY if mem >= sm else COMPUTE
     if point["ridge"] is None:
         return UNKNOWN
     return COMPUTE if ai >= point["ridge"] else MEMORY
