@@ -18,11 +18,12 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from mkdocs.commands.build import build as mkdocs_build
@@ -68,8 +69,9 @@ def build_site(
 ) -> None:
     """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
 
-    Inputs are read and analyzed version after version (each compares with the one before); the
-    versions' pages and MkDocs sites are then built in parallel worker processes (one per CPU).
+    Worker processes (one per CPU) read the versions' inputs, then render their pages and build
+    their MkDocs sites; the analyses run here, version after version (each compares with the one
+    before).
     """
     langs = langs or ["en", "zh"]
     jobs = _jobs(report_files)
@@ -86,22 +88,30 @@ def build_site(
     with (
         _scratch(out.parent, f".{out.name}-") as tmp_out,
         _scratch(src, ".build-") as tmp_src,
-        InputCache() as cache,
         _workers(versions) as pool,
     ):
-        pending: list[Future[tuple[str, str] | None]] = []
+        reading = {(job.config.id, index): pool.submit(read_version_inputs, version, job.path, index)
+                   for job in jobs for index, version in enumerate(job.config.versions)}
+        building = []
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
-            for version, result in _analyzed(job, cache, step):
-                task_args = (result, meta, job.path, version, tmp_src / job.config.id / version.id,
-                             tmp_out / job.prefix / version.id)
-                pending.append(pool.submit(render_and_build, *task_args))
+            settings = AnalysisSettings(top_n=job.config.top_n, rule=job.config.classification.rule,
+                                        margin=job.config.classification.margin, peaks=job.config.gpu.as_settings())
+            previous = None
+            for index, version in enumerate(job.config.versions):
+                inputs, sweep = _outcome(reading[job.config.id, index])
+                step(f"{job.config.id}/{version.id}: inputs read, analyzing")
+                result = analyze_version(version.id, inputs, settings, previous)
+                if sweep is not None:
+                    result.extra["sweep"] = sweep
+                step(f"{job.config.id}/{version.id}: analyzed, rendering")
+                building.append(pool.submit(render_and_build, result, meta, job.path, version,
+                                            tmp_src / job.config.id / version.id, tmp_out / job.prefix / version.id))
+                previous = result
             _write_version_index(meta, tmp_out / job.prefix)
-        for future in as_completed(pending):
-            failure = future.result()
-            if failure is not None:
-                raise InputError(*failure)
+        for future in as_completed(building):
+            _outcome(future)
             step("built")
         _write_index(tmp_out, jobs, langs[0])
         for job in jobs:
@@ -119,41 +129,41 @@ def _jobs(report_files: list[Path]) -> list[ReportJob]:
     return [ReportJob(path, config, prefix(config)) for path, config in configs]
 
 
-def _analyzed(job: ReportJob, cache: InputCache, step: Callable[[str], None]) -> Iterator[tuple[VersionConfig, VersionResult]]:
-    """Each version of the report with its analysis (which compares with the previous version)."""
-    config = job.config
-    settings = AnalysisSettings(
-        top_n=config.top_n,
-        rule=config.classification.rule,
-        margin=config.classification.margin,
-        peaks=config.gpu.as_settings(),
-    )
-    previous = None
-    for index, version in enumerate(config.versions):
-        step(f"{config.id}/{version.id}: reading inputs")
-        inputs, sweep = sweep_version(version, cache, job.path, index)
-        step(f"{config.id}/{version.id}: analyzing")
-        result = analyze_version(version.id, inputs, settings, previous)
-        if sweep is not None:
-            result.extra["sweep"] = sweep
-        yield version, result
-        previous = result
+def read_version_inputs(version: VersionConfig, report_file: Path, index: int) -> _Outcome:
+    """``versions[index]``'s inputs (and sweep) in a worker; each file of the version is read once."""
+    try:
+        with InputCache() as cache:
+            return _Outcome(sweep_version(version, cache, report_file, index))
+    except InputError as exc:
+        return _Outcome(error=(exc.path, exc.problem))
 
 
 def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path, version: VersionConfig,
-                     version_src: Path, site_dir: Path) -> tuple[str, str] | None:
-    """Render one version's pages into ``version_src/docs`` and build its site into ``site_dir``.
-
-    Runs in a worker process: an InputError comes back as its (path, problem), None on success.
-    """
+                     version_src: Path, site_dir: Path) -> _Outcome:
+    """Render one version's pages into ``version_src/docs`` and build its site into ``site_dir``."""
     try:
         docs = version_src / "docs"
         render_version(result, meta, docs, list(meta.langs))
         nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
         build_version_site(write_mkdocs_config(report_file, meta, version, version_src, nav), site_dir, version.date)
     except InputError as exc:
-        return exc.path, exc.problem
-    return None
+        return _Outcome(error=(exc.path, exc.problem))
+    return _Outcome()
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What a worker hands back: a value, or an InputError as (path, problem) (it does not pickle)."""
+
+    value: Any = None
+    error: tuple[str, str] | None = None
+
+
+def _outcome(future: Future[_Outcome]) -> Any:
+    outcome = future.result()
+    if outcome.error is not None:
+        raise InputError(*outcome.error)
+    return outcome.value
 
 
 def _write_version_index(meta: ReportMeta, out: Path) -> None:
