@@ -3,11 +3,13 @@ own report API and the raw CSV), deltas, launch-overhead findings and the built 
 from __future__ import annotations
 
 import csv
+import json
 import lzma
+import math
 import shutil
 import sqlite3
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import ncu_report
@@ -341,8 +343,6 @@ def test_break_even_reproduces_seed_002():
 
 def test_break_even_text_in_both_languages(h200):
     """The page quotes a break-even finding's evidence (the seed 002 numbers added to the H200 sweep)."""
-    from dataclasses import replace
-
     from generator.analyses.sweep import break_even
     from generator.render.pages import build_charts, render_page, translator
     from tests.helpers_pages import example_result
@@ -359,3 +359,32 @@ def test_break_even_text_in_both_languages(h200):
         text = next(line for line in page.splitlines() if words in line)
         assert "566" in text and f"{cost / 1e3:,.2f}" in text and f"{566 * cost / 1e3:,.1f}" in text
         assert f"{71.95e6 / cost:,.0f}" in text  # break-even launches
+
+
+def test_multi_stage_runs_leave_the_median_gap_unknown(tmp_path):
+    """ocr-vlm runs measure five stages: GPU time, launches and gaps add up over them (SQL per stage),
+    but a median of five medians is not the median gap, so it and the per-launch cost stay unknown."""
+    runs = ROOT / "examples" / "runs"
+    sweep = [{"label": impl, "params": {"attn_impl": impl}, "runs": [str(runs / f"ocr-vlm-{impl}")]}
+             for impl in ("sdpa", "eager")]
+    report = tmp_path / "report.yaml"
+    report.write_text(yaml.safe_dump({"id": "ocr", "title": {"en": "O", "zh": "O"}, "versions": [
+        {"id": "v1", "title": {"en": "V", "zh": "V"}, "date": "2026-11-22", "sweep": sweep}]}))
+    _, result = analyzed(report)
+    table = result.configs.set_index("label")
+    for impl in ("sdpa", "eager"):
+        stages = json.loads((runs / f"ocr-vlm-{impl}" / "manifest.json").read_text())["stages"]
+        assert table.at[impl, "stages"] == stages and len(stages) == 5
+        sqlite = _plain(runs / f"ocr-vlm-{impl}" / "nsys" / "report.sqlite.xz", tmp_path)
+        parts = [nsys_figures(sqlite, stage) for stage in stages]
+        for key in ("gpu_time_ns", "launches", "span_ns", "idle_ns", "idle_count", "short_launches"):
+            assert table.at[impl, key] == pytest.approx(sum(p[key] for p in parts)), (impl, key)
+        assert math.isnan(table.at[impl, "idle_med_ns"]) and math.isnan(table.at[impl, "launch_cost_ns"])
+    assert not [f for f in result.findings if f.id == "sweep_break_even"]  # cost unknown (and no trade-off)
+    from generator.render.pages import build_charts, render_page, translator
+    from tests.helpers_pages import example_result
+
+    version, meta = example_result()
+    version = replace(version, extra={**version.extra, "sweep": result})
+    page = render_page("sweep", version, meta, "en", build_charts(version, translator("en")))
+    assert page.count("median unknown;") == sum(1 for f in result.findings if f.id == "sweep_launch_bound") == 2
