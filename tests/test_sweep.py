@@ -313,7 +313,17 @@ def test_vit_sweep_page(vit, tmp_path):
     _, _, want = vit
     assert main(["build", str(VIT_REPORT), "--out", str(tmp_path / "site"), "--src", str(tmp_path / "src")]) == 0
     params = {f"{s} px, batch {b}": f"image\\_size={s}, batch={b}" for s in (224, 448) for b in (1, 4)}
-    assert_page(tmp_path / "src" / "vit-sweep" / "sweep", want, "224 px, batch 1", params)
+    src = tmp_path / "src" / "vit-sweep" / "sweep"
+    assert_page(src, want, "224 px, batch 1", params)
+    with open(src / "docs" / "data" / "sweep.csv", newline="", encoding="utf-8") as fh:
+        rows = {row["label"]: row for row in csv.DictReader(fh)}
+    assert list(rows) == list(want)
+    for label, row in rows.items():
+        size, batch = (int(w.strip(" pxbatch")) for w in label.split(","))
+        assert (int(row["param.image_size"]), int(row["param.batch"]), row["stages"]) == (size, batch, "vit")
+        for key in ("gpu_time_ns", "launches", "idle_med_ns", "sm_throughput_pct", "launch_cost_ns"):
+            assert float(row[key]) == pytest.approx(want[label][key]), (label, key)
+    assert "data/sweep.csv" in (src / "docs" / "downloads.zh.md").read_text(encoding="utf-8")
 
 
 def test_break_even_reproduces_seed_002():

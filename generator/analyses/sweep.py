@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from generator.analyses.result import Finding
+from generator.analyses.version import FLOAT_FORMAT
 
 #: A kernel (by name) whose median launch is shorter than this is "short" (ns).
 SHORT_KERNEL_NS = 10_000.0
@@ -197,3 +199,21 @@ def analyze_sweep(configs: list[SweepConfig], baseline: str | None = None) -> Sw
     findings += [f for a, b in trade_off_pairs(rows, base) for f in break_even(a, b)]
     table = pd.DataFrame(rows, columns=CONFIG_COLUMNS)
     return SweepResult(baseline, table, deltas(table, baseline), findings)
+
+
+#: The sweep's data file, next to the version's (``data/`` of the version's docs).
+SWEEP_CSV = "data/sweep.csv"
+
+
+def write_sweep_data(sweep: SweepResult, out_dir: Path) -> Path:
+    """``data/sweep.csv``: one row per config, ``param.<name>`` columns first, then CONFIG_COLUMNS
+    (stages joined by ";"); deterministic bytes like the version's data files."""
+    configs = sweep.configs
+    names = list(dict.fromkeys(k for params in configs["params"] for k in params))
+    params = {f"param.{k}": [p.get(k) for p in configs["params"]] for k in names}
+    frame = configs.drop(columns="params").assign(stages=[";".join(s) for s in configs["stages"]])
+    frame = pd.concat([frame[["label"]], pd.DataFrame(params, index=frame.index), frame.drop(columns="label")], axis=1)
+    path = Path(out_dir) / SWEEP_CSV
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    return path

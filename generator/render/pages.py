@@ -19,6 +19,7 @@ import yaml
 from generator.analyses.findings import render_finding, render_method
 from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.result import VersionResult
+from generator.analyses.sweep import SWEEP_CSV, write_sweep_data
 from generator.analyses.version import write_version_data
 from generator.config import ReportMeta
 from generator.model import ALL_STAGES
@@ -224,7 +225,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         if isinstance(manifest, dict) else [],
         "commands": _commands(manifest) if isinstance(manifest, dict) else [],
         "kernels_yaml": result.extra.get("kernels_yaml") or "",
-        "data_files": DATA_FILES,
+        "data_files": DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.extra.get("sweep") is not None else ()),
         "pages": page_names(result),
     }
 
@@ -245,6 +246,8 @@ def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, la
     docs_dir = Path(docs_dir)
     docs_dir.mkdir(parents=True, exist_ok=True)
     write_version_data(result, docs_dir)
+    if result.extra.get("sweep") is not None:
+        write_sweep_data(result.extra["sweep"], docs_dir)
     write_assets(docs_dir)
     for lang in langs:
         charts = build_charts(result, translator(lang))
