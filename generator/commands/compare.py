@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def kernel_table(path: Path) -> pd.DataFrame:
-    """One row per kernel: ``name``, ``friendly_name`` when known, WATCHABLE metrics."""
+    """One row per kernel: ``name``, ``friendly_name`` (the input's, else derived from the name) and the
+    WATCHABLE metrics the input has."""
     if path.is_dir():
         if (path / "manifest.json").is_file():
             return _from_run(path)
