@@ -76,29 +76,45 @@ def test_search_index_segments_chinese(example_site: BuiltSite) -> None:
     assert any(re.search(r"#.*[\u4e00-\u9fff]", doc["location"]) for doc in zh)  # Chinese anchors kept
 
 
-def test_version_config_and_sitemap_dates(example_site: BuiltSite) -> None:
+def test_version_config(example_site: BuiltSite) -> None:
     config = load_report(example_site.report)
     for version in config.versions:
         mkdocs_yml = example_site.src / config.id / version.id / "mkdocs.yml"
         loaded = load_config(config_file=str(mkdocs_yml))
         assert loaded.theme["font"] is False and loaded.extra["version"]["provider"] == "mike"
+        assert loaded.site_url is None  # the example is built without --site-url
         i18n = loaded.plugins["i18n"].config
         assert i18n.docs_structure == "suffix"
         assert [(lang.locale, lang.name) for lang in i18n.languages] == [("en", "English"), ("zh", "简体中文")]
         assert loaded.mdx_configs["toc"]["slugify"]("内核 Top 20", "-") == "内核-top-20"
-        sitemap = gzip.decompress((example_site.site / version.id / "sitemap.xml.gz").read_bytes()).decode()
-        assert set(re.findall(r"<lastmod>(.*?)</lastmod>", sitemap)) == {version.date.isoformat()}
+        assert [js.path for js in loaded.extra_javascript] == ["assets/js/kr-charts.js"]
+        for sitemap in ("sitemap.xml", "zh/sitemap.xml"):  # no address to list without a site URL
+            text = (example_site.site / version.id / sitemap).read_text(encoding="utf-8")
+            assert "<url>" not in text and "None" not in text and text.rstrip().endswith("</urlset>")
 
 
-def test_site_url_reaches_each_version(tmp_path: Path) -> None:
+def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) -> None:
+    """With a site URL, a version's config, canonical links and sitemap (dated by the version) use it."""
     from generator.config import report_meta
-    from generator.render.site import write_mkdocs_config
+    from generator.render.site import build_version_site, write_mkdocs_config
 
-    config = load_report(ROOT / "examples" / "small-vlm-h200" / "report.yaml")
+    config = load_report(example_site.report)
+    version = config.versions[0]
+    built = example_site.src / config.id / version.id
+    shutil.copytree(built / "docs", tmp_path / "v" / "docs")
     meta = report_meta(config, "https://org.github.io/repo/", ["en", "zh"])
-    (tmp_path / "docs").mkdir()
-    text = write_mkdocs_config(Path("report.yaml"), meta, config.versions[0], tmp_path, ["index.md"]).read_text()
-    assert f'site_url: "https://org.github.io/repo/{config.versions[0].id}/"' in text
+    nav = yaml.load((built / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)["nav"]
+    mkdocs_yml = write_mkdocs_config(Path("report.yaml"), meta, version, tmp_path / "v", nav)
+    assert f'site_url: "https://org.github.io/repo/{version.id}/"' in mkdocs_yml.read_text(encoding="utf-8")
+    build_version_site(mkdocs_yml, tmp_path / "site", version.date)
+    base = f"https://org.github.io/repo/{version.id}/"
+    for sitemap in ("sitemap.xml.gz", "zh/sitemap.xml.gz"):
+        text = gzip.decompress((tmp_path / "site" / sitemap).read_bytes()).decode()
+        locs = re.findall(r"<loc>(.*?)</loc>", text)
+        assert len(locs) == 2 * len(nav) and all(loc.startswith(base) for loc in locs)
+        assert set(re.findall(r"<lastmod>(.*?)</lastmod>", text)) == {version.date.isoformat()}
+    zh_index = (tmp_path / "site" / "zh" / "index.html").read_text(encoding="utf-8")
+    assert f'<link rel="canonical" href="{base}zh/index.html">' in zh_index
 
 
 def test_build_is_deterministic(example_site: BuiltSite, tmp_path: Path) -> None:

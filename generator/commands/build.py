@@ -11,7 +11,7 @@ from generator.config import LANGS
 from generator.errors import InputError
 
 HELP = "build the versioned EN/ZH report site from report.yaml files (default: the bundled example)"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "small-vlm-h200" / "report.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ocr-vlm" / "report.yaml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH
 from __future__ import annotations
 
 import datetime
+import gzip
 import json
 import logging
 import multiprocessing
@@ -28,6 +29,7 @@ from typing import Any
 import jinja2
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
+from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import MkDocsException
 from rich.progress import Progress
 
@@ -208,11 +210,7 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) ->
         mkdocs_build(config)
         # A 404 page only works at the root of a host; in a version folder its links point nowhere.
         (site_dir / "404.html").unlink(missing_ok=True)
-        # Material fetches sitemap.xml next to each language alternate (<lang>/…); i18n writes one.
-        for lang in config.plugins["i18n"].config.languages:
-            if not lang.default:
-                for name in ("sitemap.xml", "sitemap.xml.gz"):
-                    shutil.copyfile(site_dir / name, site_dir / lang.locale / name)
+        _sitemaps(site_dir, config, epoch)
     except (MkDocsException, SystemExit) as exc:
         problems = "; ".join(collected.messages) or str(exc)
         raise InputError(mkdocs_yml, f"mkdocs build --strict failed: {problems}") from None
@@ -222,6 +220,19 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) ->
             os.environ.pop("SOURCE_DATE_EPOCH", None)
         else:
             os.environ["SOURCE_DATE_EPOCH"] = saved_epoch
+
+
+def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:
+    """A sitemap lists absolute addresses: without a site_url it lists none (i18n's would say
+    "None…"). Material fetches sitemap.xml next to each language alternate too (``<lang>/``)."""
+    if not config.site_url:
+        empty = (site_dir / "sitemap.xml").read_text(encoding="utf-8").split("<url>")[0].rstrip() + "\n</urlset>\n"
+        (site_dir / "sitemap.xml").write_text(empty, encoding="utf-8")
+        (site_dir / "sitemap.xml.gz").write_bytes(gzip.compress(empty.encode(), mtime=epoch))
+    for lang in config.plugins["i18n"].config.languages:
+        if not lang.default:
+            for name in ("sitemap.xml", "sitemap.xml.gz"):
+                shutil.copyfile(site_dir / name, site_dir / lang.locale / name)
 
 
 class _WarningCollector(logging.Handler):
