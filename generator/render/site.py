@@ -15,16 +15,13 @@ import datetime
 import gzip
 import json
 import logging
-import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 from mkdocs.commands.build import build as mkdocs_build
@@ -71,9 +68,9 @@ def build_site(
 ) -> None:
     """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
 
-    Worker processes (one per CPU) read the versions' inputs, then render their pages and build
-    their MkDocs sites; the analyses run here, version after version (each compares with the one
-    before).
+    Versions are built in order: each version's analysis compares with the one before. (Worker
+    processes were tried: on two CPUs their start-up — imports, the vega bundle, jieba's
+    dictionary — cost more than they saved.)
     """
     langs = langs or ["en", "zh"]
     jobs = _jobs(report_files)
@@ -87,34 +84,11 @@ def build_site(
         if progress is not None and task is not None:
             progress.update(task, advance=1, description=text)
 
-    with (
-        _scratch(out.parent, f".{out.name}-") as tmp_out,
-        _scratch(src, ".build-") as tmp_src,
-        _workers(versions) as pool,
-    ):
-        reading = {(job.config.id, index): pool.submit(read_version_inputs, version, job.path, index)
-                   for job in jobs for index, version in enumerate(job.config.versions)}
-        building = []
+    with _scratch(out.parent, f".{out.name}-") as tmp_out, _scratch(src, ".build-") as tmp_src, InputCache() as cache:
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
-            settings = AnalysisSettings(top_n=job.config.top_n, rule=job.config.classification.rule,
-                                        margin=job.config.classification.margin, peaks=job.config.gpu.as_settings())
-            previous = None
-            for index, version in enumerate(job.config.versions):
-                inputs, sweep = _outcome(reading[job.config.id, index])
-                step(f"{job.config.id}/{version.id}: inputs read, analyzing")
-                result = analyze_version(version.id, inputs, settings, previous)
-                if sweep is not None:
-                    result.extra["sweep"] = sweep
-                step(f"{job.config.id}/{version.id}: analyzed, rendering")
-                building.append(pool.submit(render_and_build, result, meta, job.path, version,
-                                            tmp_src / job.config.id / version.id, tmp_out / job.prefix / version.id))
-                previous = result
-            _write_version_index(meta, tmp_out / job.prefix)
-        for future in as_completed(building):
-            _outcome(future)
-            step("built")
+            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src / job.config.id, step)
         _write_index(tmp_out, jobs, langs[0])
         for job in jobs:
             _swap(tmp_src / job.config.id, src / job.config.id)
@@ -131,41 +105,32 @@ def _jobs(report_files: list[Path]) -> list[ReportJob]:
     return [ReportJob(path, config, prefix(config)) for path, config in configs]
 
 
-def read_version_inputs(version: VersionConfig, report_file: Path, index: int) -> _Outcome:
-    """``versions[index]``'s inputs (and sweep) in a worker; each file of the version is read once."""
-    try:
-        with InputCache() as cache:
-            return _Outcome(sweep_version(version, cache, report_file, index))
-    except InputError as exc:
-        return _Outcome(error=(exc.path, exc.problem))
+def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path, src: Path,
+                  step: Callable[[str], None]) -> None:
+    config = job.config
+    settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
+                                margin=config.classification.margin, peaks=config.gpu.as_settings())
+    previous = None
+    for index, version in enumerate(config.versions):
+        step(f"{config.id}/{version.id}: reading inputs")
+        inputs, sweep = sweep_version(version, cache, job.path, index)
+        step(f"{config.id}/{version.id}: analyzing")
+        result = analyze_version(version.id, inputs, settings, previous)
+        if sweep is not None:
+            result.extra["sweep"] = sweep
+        step(f"{config.id}/{version.id}: rendering and building")
+        render_and_build(result, meta, job.path, version, src / version.id, out / version.id)
+        previous = result
+    _write_version_index(meta, out)
 
 
 def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path, version: VersionConfig,
-                     version_src: Path, site_dir: Path) -> _Outcome:
+                     version_src: Path, site_dir: Path) -> None:
     """Render one version's pages into ``version_src/docs`` and build its site into ``site_dir``."""
-    try:
-        docs = version_src / "docs"
-        render_version(result, meta, docs, list(meta.langs))
-        nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
-        build_version_site(write_mkdocs_config(report_file, meta, version, version_src, nav), site_dir, version.date)
-    except InputError as exc:
-        return _Outcome(error=(exc.path, exc.problem))
-    return _Outcome()
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """What a worker hands back: a value, or an InputError as (path, problem) (it does not pickle)."""
-
-    value: Any = None
-    error: tuple[str, str] | None = None
-
-
-def _outcome(future: Future[_Outcome]) -> Any:
-    outcome = future.result()
-    if outcome.error is not None:
-        raise InputError(*outcome.error)
-    return outcome.value
+    docs = version_src / "docs"
+    render_version(result, meta, docs, list(meta.langs))
+    nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
+    build_version_site(write_mkdocs_config(report_file, meta, version, version_src, nav), site_dir, version.date)
 
 
 def _write_version_index(meta: ReportMeta, out: Path) -> None:
@@ -260,36 +225,6 @@ def _write_index(out: Path, jobs: list[ReportJob], lang: str) -> None:
     (out / "index.html").write_text(
         _ENV.get_template("site/index.html.j2").render(lang=lang, links=links), encoding="utf-8"
     )
-
-
-@contextmanager
-def _workers(versions: int) -> Iterator[Executor]:
-    """Worker processes for the versions (forked from a clean, preloaded server), or in-process."""
-    count = min(versions, os.cpu_count() or 1)
-    if count < 2:
-        with _InProcess() as pool:
-            yield pool
-        return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
-        try:
-            yield pool
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-
-
-class _InProcess(Executor):
-    """Runs submitted calls at once, in this process (one version or one CPU)."""
-
-    def submit(self, fn, /, *args, **kwargs) -> Future:  # type: ignore[override]
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 — handed to the caller through the future
-            future.set_exception(exc)
-        return future
 
 
 @contextmanager
