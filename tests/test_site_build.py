@@ -111,7 +111,8 @@ def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) 
     for sitemap in ("sitemap.xml.gz", "zh/sitemap.xml.gz"):
         text = gzip.decompress((tmp_path / "site" / sitemap).read_bytes()).decode()
         locs = re.findall(r"<loc>(.*?)</loc>", text)
-        assert len(locs) == 2 * len(nav) and all(loc.startswith(base) for loc in locs)
+        # every page in both languages, and the version root (Material's version selector needs it)
+        assert locs[0] == base and len(locs) == 1 + 2 * len(nav) and all(loc.startswith(base) for loc in locs)
         assert set(re.findall(r"<lastmod>(.*?)</lastmod>", text)) == {version.date.isoformat()}
     zh_index = (tmp_path / "site" / "zh" / "index.html").read_text(encoding="utf-8")
     assert f'<link rel="canonical" href="{base}zh/index.html">' in zh_index

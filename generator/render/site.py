@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import datetime
 import gzip
+import html
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -188,12 +190,26 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) ->
 
 
 def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:
-    """A sitemap lists absolute addresses: without a site_url it lists none (i18n's would say
-    "None…"). Material fetches sitemap.xml next to each language alternate too (``<lang>/``)."""
-    if not config.site_url:
-        empty = (site_dir / "sitemap.xml").read_text(encoding="utf-8").split("<url>")[0].rstrip() + "\n</urlset>\n"
-        (site_dir / "sitemap.xml").write_text(empty, encoding="utf-8")
-        (site_dir / "sitemap.xml.gz").write_bytes(gzip.compress(empty.encode(), mtime=epoch))
+    """Fix up the version's sitemap for Material and for sitemap readers.
+
+    With a site URL the version root itself is listed too: Material's version selector keeps the
+    reader on the same page only when the common prefix of the target version's sitemap entries
+    is an entry (it is with directory URLs, not with ``use_directory_urls: false``). Without a
+    site URL the sitemap lists nothing (entries must be absolute; i18n's would say "None…").
+    Material fetches sitemap.xml next to each language alternate too, so ``<lang>/`` gets a copy.
+    """
+    sitemap = site_dir / "sitemap.xml"
+    text = sitemap.read_text(encoding="utf-8")
+    opening = re.search(r"<urlset[^>]*>\n", text)
+    if opening is None:
+        raise RuntimeError(f"{sitemap}: no <urlset> line (mkdocs' and i18n's templates write one)")
+    if config.site_url:
+        root = f"    <url>\n        <loc>{html.escape(config.site_url)}</loc>\n    </url>\n"
+        text = text[: opening.end()] + root + text[opening.end():]
+    else:
+        text = text[: opening.end()] + "</urlset>\n"
+    sitemap.write_text(text, encoding="utf-8")
+    (site_dir / "sitemap.xml.gz").write_bytes(gzip.compress(text.encode("utf-8"), mtime=epoch))
     for lang in config.plugins["i18n"].config.languages:
         if not lang.default:
             for name in ("sitemap.xml", "sitemap.xml.gz"):
