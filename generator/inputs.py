@@ -174,8 +174,12 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         manifests.append(manifest)
         sqlite = _first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
         nsys = cache.read(sqlite)
-        staged = cache.stage_summaries(sqlite, tuple(manifest_stages(run, manifest)))
-        summaries += [measured_union(staged), staged]
+        stages = tuple(manifest_stages(run, manifest))
+        if stages:
+            staged = cache.stage_summaries(sqlite, stages)
+            summaries += [measured_union(staged), staged]
+        else:  # a workload without stages: the whole capture is the measured work
+            summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         others.append(nsys)
         metrics.append(cache.read(_first_existing(run, NCU_CANDIDATES, "ncu report or raw CSV")))
     for entry in version.inputs.nsys:

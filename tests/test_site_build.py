@@ -290,6 +290,14 @@ versions:
             version_inputs(config.versions[0], cache, report, 0)
         with pytest.raises(InputError, match=r"cut\.ncu-rep\.xz: corrupt or truncated xz"):
             version_inputs(config.versions[1], cache, report, 1)
+    (run / "manifest.json").write_text('{"stages": []}', encoding="utf-8")  # no stages: the whole capture
+    with InputCache() as cache:
+        whole = version_inputs(config.versions[0], cache, report, 0).kernel_summary
+    plain = tmp_path / "plain.sqlite"
+    plain.write_bytes(lzma.decompress((DATA / "h200-small" / "small_vlm.nsys.sqlite.xz").read_bytes()))
+    launches, busy = sqlite3.connect(plain).execute(
+        "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    assert set(whole["stage"]) == {"all"} and (whole["count"].sum(), whole["total_ns"].sum()) == (launches, busy)
     (run / "manifest.json").write_text('{"stages": "prefill"}', encoding="utf-8")
     with InputCache() as cache, pytest.raises(InputError, match="manifest.json: no 'stages' list"):
         version_inputs(config.versions[0], cache, report, 0)
