@@ -220,7 +220,7 @@ def test_explicit_inputs_of_the_example() -> None:
 
 def test_run_directory_matches_explicit_inputs(tmp_path: Path) -> None:
     stages = ["vision", "projector", "prefill", "decode"]
-    run = run_dir(tmp_path, stages)
+    run_dir(tmp_path, stages)
     report = tmp_path / "report.yaml"
     report.write_text("""
 id: run
