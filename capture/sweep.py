@@ -1,6 +1,7 @@
 """Parameter sweeps: one capture per grid point, and a ready ``report.yaml`` for the sweep."""
 from __future__ import annotations
 
+import datetime
 import itertools
 from dataclasses import fields, replace
 from pathlib import Path
@@ -48,21 +49,26 @@ def apply(params: Params, point: dict) -> Params:
     return replace(params, **point)
 
 
-def report_yaml(workload: str, grid: dict[str, list], runs: list[tuple[dict, str]]) -> str:
-    """One version (``id: sweep``) whose ``sweep:`` lists each config with its run directory."""
+def report_yaml(workload: str, grid: dict[str, list], runs: list[tuple[dict, str]], date: str) -> str:
+    """A complete report (``python -m generator build`` takes it as is): one version ``sweep``
+    whose ``sweep:`` lists each config with its run directory; the first config is the baseline."""
     axes = " × ".join(grid)
+    title = {"en": f"{workload} sweep: {axes}", "zh": f"{workload} 参数扫描：{axes}"}
     version = {
         "id": "sweep",
-        "title": {"en": f"{workload} sweep: {axes}", "zh": f"{workload} 参数扫描：{axes}"},
+        "title": title,
+        "date": date,
         "sweep": [
             {"label": ", ".join(f"{k}={v}" for k, v in point.items()), "params": point, "runs": [run]}
-            for point, run in runs
+            | ({"baseline": True} if i == 0 else {})
+            for i, (point, run) in enumerate(runs)
         ],
     }
-    return yaml.safe_dump({"versions": [version]}, allow_unicode=True, sort_keys=False)
+    report = {"id": f"{workload.replace(':', '-')}-sweep", "title": title, "versions": [version]}
+    return yaml.safe_dump(report, allow_unicode=True, sort_keys=False)
 
 
 def write_report(sweep_dir: Path, workload: str, grid: dict[str, list], runs: list[tuple[dict, str]]) -> Path:
     path = sweep_dir / "report.yaml"
-    path.write_text(report_yaml(workload, grid, runs))
+    path.write_text(report_yaml(workload, grid, runs, datetime.date.today().isoformat()))
     return path
