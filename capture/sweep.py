@@ -56,7 +56,7 @@ def report_yaml(workload: str, grid: dict[str, list], runs: list[tuple[dict, str
     title = {"en": f"{workload} sweep: {axes}", "zh": f"{workload} 参数扫描：{axes}"}
     version = {
         "id": "sweep",
-        "title": title,
+        "title": dict(title),  # a copy: yaml would otherwise write an anchor and an alias
         "date": date,
         "sweep": [
             {"label": ", ".join(f"{k}={v}" for k, v in point.items()), "params": point, "runs": [run]}
