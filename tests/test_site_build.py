@@ -301,3 +301,18 @@ versions:
     (run / "manifest.json").write_text('{"stages": "prefill"}', encoding="utf-8")
     with InputCache() as cache, pytest.raises(InputError, match="manifest.json: no 'stages' list"):
         version_inputs(config.versions[0], cache, report, 0)
+
+
+def test_strict_build_failure_names_the_warning(example_site: BuiltSite, tmp_path: Path) -> None:
+    """A page linking to a missing page fails `mkdocs build --strict`: one InputError with the warning."""
+    from generator.render.site import build_version_site
+
+    config = load_report(example_site.report)
+    version = config.versions[0]
+    built = example_site.src / config.id / version.id
+    shutil.copytree(built, tmp_path / "v")
+    page = tmp_path / "v" / "docs" / "findings.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\n[gone](no-such-page.md)\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"mkdocs build --strict failed: .*no-such-page\.md") as caught:
+        build_version_site(tmp_path / "v" / "mkdocs.yml", tmp_path / "site", version.date)
+    assert "\n" not in str(caught.value)
