@@ -87,7 +87,8 @@ def test_version_config(example_site: BuiltSite) -> None:
         assert i18n.docs_structure == "suffix"
         assert [(lang.locale, lang.name) for lang in i18n.languages] == [("en", "English"), ("zh", "简体中文")]
         assert loaded.mdx_configs["toc"]["slugify"]("内核 Top 20", "-") == "内核-top-20"
-        assert [js.path for js in loaded.extra_javascript] == ["assets/js/kr-charts.js"]
+        assert [(js.path, js.type) for js in loaded.extra_javascript] == [
+            ("assets/js/vega-bundle.js", "module"), ("assets/js/kr-charts.js", "module")]
         for sitemap in ("sitemap.xml", "zh/sitemap.xml"):  # no address to list without a site URL
             text = (example_site.site / version.id / sitemap).read_text(encoding="utf-8")
             assert "<url>" not in text and "None" not in text and text.rstrip().endswith("</urlset>")

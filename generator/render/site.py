@@ -37,6 +37,7 @@ from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.config import ReportConfig, ReportMeta, VersionConfig, load_report, report_meta
 from generator.errors import InputError
 from generator.inputs import InputCache
+from generator.render.assets import BUNDLE as VEGA_BUNDLE
 from generator.render.assets import MODULE as CHARTS_MODULE
 from generator.render.pages import page_file, page_names, render_version
 from generator.sweep_inputs import sweep_version
@@ -156,7 +157,9 @@ def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionCon
         site_url=f"{meta.site_url}{version.id}/" if meta.site_url else None,
         langs=list(meta.langs),
         nav=nav,
-        javascript=[CHARTS_MODULE.as_posix()] if (docs / CHARTS_MODULE).is_file() else [],
+        # the offline vega bundle, then the module that draws the charts with it (it imports the
+        # bundle too: one URL, so the browser runs it once)
+        javascript=[js.as_posix() for js in (VEGA_BUNDLE, CHARTS_MODULE) if (docs / js).is_file()],
     )
     path = version_dir / "mkdocs.yml"
     path.write_text(text, encoding="utf-8")
