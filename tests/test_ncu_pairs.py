@@ -1,8 +1,8 @@
 """The same launches read from a `.ncu-rep` and from its CSV exports must agree.
 
 Runs on our H200 prefill report and the CSVs `ncu --import … --csv --page raw|details` made of it,
-and on every `examples/*/ncu/report.ncu-rep(.xz)` + `raw.csv(.xz)` pair a capture writes: a pair
-that exists but disagrees fails.
+and on every `ncu/report.ncu-rep(.xz)` + `raw.csv(.xz)` pair of the capture runs committed under
+`examples/`: a pair that disagrees fails.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def mismatches(rep: pd.DataFrame, exported: pd.DataFrame, *, rtol: float, atol: 
 
 def _pairs() -> list[tuple[Path, Path]]:
     found = []
-    for ncu_dir in sorted(ROOT.glob("examples/*/ncu")):
+    for ncu_dir in sorted(ROOT.glob("examples/**/ncu")):
         rep = next((p for p in (ncu_dir / "report.ncu-rep", ncu_dir / "report.ncu-rep.xz") if p.is_file()), None)
         raw = next((p for p in (ncu_dir / "raw.csv", ncu_dir / "raw.csv.xz") if p.is_file()), None)
         if rep and raw:
@@ -75,8 +75,13 @@ def test_mismatches_finds_disagreement():
         f"launch 3: duration_ns {rep['duration_ns'][3]!r} ≠ {raw['duration_ns'][3]!r}"]
 
 
-@pytest.mark.parametrize("pair", _pairs() or [pytest.param(None, marks=pytest.mark.skip(
-    reason="no examples/*/ncu/report.ncu-rep + raw.csv pair yet"))], ids=str)
+def test_example_captures_carry_report_and_raw_pairs():
+    assert len(_pairs()) >= 2  # ocr-vlm eager and sdpa at least
+
+
+@pytest.mark.parametrize("pair", _pairs(), ids=lambda p: str(p[0].parent.parent.relative_to(ROOT)))
 def test_example_capture_report_and_raw_page_agree(pair):
     rep_path, raw_path = pair
-    assert mismatches(read(rep_path).kernel_metrics, read(raw_path).kernel_metrics, rtol=1e-4, atol=0.01) == []
+    # The raw page prints some rates and byte counts with four significant digits in scaled units
+    # ("3.529 Gbyte/s"), hence a relative tolerance of 1e-3 here.
+    assert mismatches(read(rep_path).kernel_metrics, read(raw_path).kernel_metrics, rtol=1e-3, atol=0.01) == []
