@@ -14,18 +14,15 @@ import pandas as pd
 #: Stage label for "the whole capture" (no NVTX restriction).
 ALL_STAGES = "all"
 
+#: The duration statistics every nsys summary report prints (count, then ns; stddev is the sample one).
+STAT_COLUMNS: list[str] = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
+
 #: Per kernel name and stage: the numbers `nsys stats --report cuda_gpu_kern_sum` prints.
 KERNEL_SUMMARY_COLUMNS: list[str] = [
     "stage",  # NVTX range the launches were restricted to, or ALL_STAGES
     "name",  # full demangled name (nsys `demangledName`; or the only name the input has)
     "short_name",  # base name (nsys `shortName`), None when the input has none
-    "count",  # launches (int)
-    "total_ns",
-    "avg_ns",
-    "med_ns",
-    "min_ns",
-    "max_ns",
-    "stddev_ns",
+    *STAT_COLUMNS,  # count = launches
     "time_pct",  # share of the stage's total kernel time, 0–100
 ]
 
@@ -47,13 +44,7 @@ KERNEL_METRICS_ID_COLUMNS: list[str] = [
 #: Per memcpy kind: count, total_bytes, total_ns, avg_ns, … (nsys cuda_gpu_mem_time_sum/size_sum).
 MEMCPY_SUMMARY_COLUMNS: list[str] = [
     "operation",  # normalized: "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "memset"
-    "count",
-    "total_ns",
-    "avg_ns",
-    "med_ns",
-    "min_ns",
-    "max_ns",
-    "stddev_ns",
+    *STAT_COLUMNS,
     "total_bytes",
 ]
 
@@ -61,26 +52,14 @@ MEMCPY_SUMMARY_COLUMNS: list[str] = [
 NVTX_SUMMARY_COLUMNS: list[str] = [
     "name",
     "style",  # "PushPop" or "StartEnd"
-    "count",
-    "total_ns",
-    "avg_ns",
-    "med_ns",
-    "min_ns",
-    "max_ns",
-    "stddev_ns",
+    *STAT_COLUMNS,
     "time_pct",
 ]
 
 #: Per CUDA API function: the numbers `nsys stats --report cuda_api_sum` prints.
 API_SUMMARY_COLUMNS: list[str] = [
     "name",
-    "count",
-    "total_ns",
-    "avg_ns",
-    "med_ns",
-    "min_ns",
-    "max_ns",
-    "stddev_ns",
+    *STAT_COLUMNS,
     "time_pct",
 ]
 
