@@ -151,7 +151,7 @@ def measured_union(staged: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["total_ns", "name"], ascending=[False, True], ignore_index=True)[KERNEL_SUMMARY_COLUMNS]
 
 
-def _first_existing(run: Path, candidates: tuple[str, ...], what: str) -> Path:
+def first_existing(run: Path, candidates: tuple[str, ...], what: str) -> Path:
     for name in candidates:
         if (run / name).is_file():
             return run / name
@@ -172,7 +172,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     for run in version.runs:
         manifest = load_manifest(run)
         manifests.append(manifest)
-        sqlite = _first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
+        sqlite = first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
         nsys = cache.read(sqlite)
         stages = tuple(manifest_stages(run, manifest))
         if stages:
@@ -181,7 +181,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         else:  # a workload without stages: the whole capture is the measured work
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         others.append(nsys)
-        metrics.append(cache.read(_first_existing(run, NCU_CANDIDATES, "ncu report or raw CSV")))
+        metrics.append(cache.read(first_existing(run, NCU_CANDIDATES, "ncu report or raw CSV")))
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)

@@ -16,7 +16,7 @@ from generator.config import SweepPoint, VersionConfig
 from generator.inputs import (
     NSYS_CANDIDATES,
     InputCache,
-    _first_existing,
+    first_existing,
     load_manifest,
     manifest_stages,
     version_inputs,
@@ -37,7 +37,7 @@ def _timeline(point: SweepPoint, stages: tuple[str, ...], cache: InputCache) -> 
     """TIMELINE_COLUMNS of the measured stages from every nsys SQLite export of the config."""
     wanted: dict[Path, list[str]] = {}
     for run in point.runs:
-        sqlite = _first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
+        sqlite = first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
         wanted.setdefault(sqlite, []).extend(manifest_stages(run, load_manifest(run)))
     for entry in point.inputs.nsys:
         stage = entry.stage or ALL_STAGES

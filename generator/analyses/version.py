@@ -103,12 +103,12 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
     return result
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON-safe and byte-stable: NaN → None, floats to 15 significant digits, numpy → Python."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
     if isinstance(value, float):
@@ -133,5 +133,5 @@ def write_version_data(result: VersionResult, out_dir: Path) -> None:
     _write_csv(top[["stage", *[c for c in top.columns if c != "stage"]]], data / "top_kernels.csv")
     (data / "kernels.yaml").write_text(result.extra["kernels_yaml"], encoding="utf-8")
     _write_csv(result.ncu_metrics.reindex(columns=NCU_METRICS_CSV_COLUMNS), data / "ncu_metrics.csv")
-    text = json.dumps(_clean(result.summary()), sort_keys=True, indent=2, ensure_ascii=False)
+    text = json.dumps(json_safe(result.summary()), sort_keys=True, indent=2, ensure_ascii=False)
     (data / "summary.json").write_text(text + "\n", encoding="utf-8")

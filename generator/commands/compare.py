@@ -27,6 +27,7 @@ from generator.analyses.regression import (
     compare,
 )
 from generator.analyses.naming import name_kernels
+from generator.analyses.version import json_safe
 from generator.errors import InputError
 
 HELP = "compare kernel metrics of two runs/versions/files; exit 1 when one regressed beyond the threshold"
@@ -71,10 +72,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
     _print(console, result, _display_names(baseline, current))
     if args.json:
-        from generator.analyses.version import _clean  # JSON-safe, byte-stable values
-
         report = {"baseline": str(args.baseline), "current": str(args.current), **result.as_dict()}
-        text = json.dumps(_clean(report), sort_keys=True, indent=2, ensure_ascii=False)
+        text = json.dumps(json_safe(report), sort_keys=True, indent=2, ensure_ascii=False)
         args.json.write_text(text + "\n", encoding="utf-8")
     return 1 if result.failed() else 0
 

@@ -69,13 +69,13 @@ def _round(value: Any) -> Any:
     return value
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def chart_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts: NaN → None, floats at 6 significant digits."""
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     return [{k: _round(v) for k, v in row.items()} for row in rows]
 
 
-def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     """The Vega-Lite dict, normalized through sorted-key JSON (stable bytes)."""
     spec = chart.configure(**CONFIG).to_dict(validate=False)
     return json.loads(json.dumps(spec, sort_keys=True, allow_nan=False))
@@ -103,7 +103,7 @@ def _base(data: list[dict[str, Any]]) -> alt.Chart:
 
 def top_kernels_chart(chart_slug: str, top: pd.DataFrame, t: Translate) -> Chart:
     """Horizontal bars: share of the stage's kernel time per top kernel, coloured by library."""
-    data = _records(top.reindex(columns=["rank", "friendly_name", "library", "time_pct", "total_ns",
+    data = chart_records(top.reindex(columns=["rank", "friendly_name", "library", "time_pct", "total_ns",
                                          "count", "avg_ns"]).assign(
         total_ms=lambda d: pd.to_numeric(d["total_ns"], errors="coerce") / 1e6,
         avg_us=lambda d: pd.to_numeric(d["avg_ns"], errors="coerce") / 1e3,
@@ -122,13 +122,13 @@ def top_kernels_chart(chart_slug: str, top: pd.DataFrame, t: Translate) -> Chart
             alt.Tooltip("avg_us:Q", title=t("columns.avg_us"), format=",.2f"),
         ],
     ).properties(height=max(120, 18 * len(data)))
-    return Chart(chart_slug, _spec(chart))
+    return Chart(chart_slug, chart_spec(chart))
 
 
 def histogram_charts(datasets: Mapping[str, tuple[pd.DataFrame, str]], t: Translate) -> dict[str, Chart]:
     """Histograms (slug → (values, axis title)) built of one stacked cell per kernel, so each
     cell carries that kernel's tooltip. One Altair spec is built and filled per dataset."""
-    template = _spec(_base([]).transform_bin(
+    template = chart_spec(_base([]).transform_bin(
         ["bin_start", "bin_end"], "value", bin=alt.Bin(maxbins=20)
     ).transform_window(
         stack="row_number()", groupby=["bin_start"], sort=[alt.SortField("value")]
@@ -148,7 +148,7 @@ def histogram_charts(datasets: Mapping[str, tuple[pd.DataFrame, str]], t: Transl
     charts = {}
     for chart_slug, (values, axis_title) in datasets.items():
         spec = json.loads(text.replace(json.dumps(_TITLE), json.dumps(axis_title)))
-        spec["data"]["values"] = _records(_class_column(values.reindex(columns=["friendly_name", "class",
+        spec["data"]["values"] = chart_records(_class_column(values.reindex(columns=["friendly_name", "class",
                                                                                  "value"]), t))
         charts[chart_slug] = Chart(chart_slug, spec)
     return charts
@@ -167,7 +167,7 @@ def _metric_tooltips(t: Translate) -> list[alt.Tooltip]:
 def normalized_roofline_chart(chart_slug: str, points: pd.DataFrame, t: Translate) -> Chart:
     """SM throughput % of peak against memory throughput % of peak, one point per kernel."""
     cols = ["friendly_name", "class", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"]
-    data = _records(_class_column(points.reindex(columns=cols), t))
+    data = chart_records(_class_column(points.reindex(columns=cols), t))
     axis = alt.Scale(domain=[0, 100])
     diagonal = alt.Chart(alt.Data(values=[{"v": 0}, {"v": 100}])).mark_line(
         strokeDash=[4, 4], color="#999999").encode(x="v:Q", y="v:Q")
@@ -177,7 +177,7 @@ def normalized_roofline_chart(chart_slug: str, points: pd.DataFrame, t: Translat
         color=alt.Color("class_label:N", title=t("columns.class"), scale=_class_scale(t)),
         tooltip=_metric_tooltips(t),
     )
-    return Chart(chart_slug, _spec(alt.layer(diagonal, dots).properties(width=WIDTH, height=HEIGHT)))
+    return Chart(chart_slug, chart_spec(alt.layer(diagonal, dots).properties(width=WIDTH, height=HEIGHT)))
 
 
 def _roof_lines(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate) -> list[dict[str, Any]]:
@@ -238,7 +238,7 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
             detail="roof:N",
             tooltip=[alt.Tooltip("roof:N", title=t("charts.roofs"))],
         ))
-    dots = alt.Chart(alt.Data(values=_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
+    dots = alt.Chart(alt.Data(values=chart_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
     if kernel_filter is None:
         layers.append(dots.encode(**encode))
     else:
@@ -251,7 +251,7 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
 def physical_roofline_chart(chart_slug: str, points: pd.DataFrame, roofs: Mapping[str, Any],
                             t: Translate) -> Chart:
     """Log-log roofline: FLOP/s against FLOP per DRAM byte; tensor vs FP32 points by shape."""
-    return Chart(chart_slug, _spec(_physical_layers(points, roofs, t)))
+    return Chart(chart_slug, chart_spec(_physical_layers(points, roofs, t)))
 
 
 def per_kernel_roofline_chart(chart_slug: str, points: pd.DataFrame, roofs: Mapping[str, Any],
@@ -263,7 +263,7 @@ def per_kernel_roofline_chart(chart_slug: str, points: pd.DataFrame, roofs: Mapp
     pick = alt.param(name="kr_kernel", value=kernels[0],
                      bind=alt.binding_select(options=kernels, name=t("charts.pick_kernel") + " "))
     chart = _physical_layers(points, roofs, t, kernel_filter=alt.datum.friendly_name == pick)
-    return Chart(chart_slug, _spec(chart.add_params(pick)))
+    return Chart(chart_slug, chart_spec(chart.add_params(pick)))
 
 
 def chart_block(chart: Chart, lang: str, alt_text: str) -> str:
