@@ -6,7 +6,6 @@ import os
 import shlex
 import shutil
 import sys
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 

@@ -7,12 +7,7 @@ Each selected kernel also carries its mangled name(s), the identity ncu filters 
 """
 from __future__ import annotations
 
-import lzma
-import shutil
 import sqlite3
-import tempfile
-from contextlib import contextmanager
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,6 +15,7 @@ import pandas as pd
 
 from capture.kernel_filter import is_nccl
 from generator.model import ALL_STAGES
+from generator.readers.base import plain_file
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ def stage_summaries(sqlite: Path, stages: list[str]) -> dict[str, pd.DataFrame]:
     """The nsys SQLite reader's kernel summary of each stage (model.KERNEL_SUMMARY_COLUMNS)."""
     from generator.readers.nsys_sqlite import kernel_summary
 
-    with _plain(sqlite) as plain:
+    with plain_file(sqlite) as plain:
         table = kernel_summary(plain, stages)
     return {stage: table[table["stage"] == stage] for stage in stages}
 
@@ -93,23 +89,11 @@ def select(summaries: dict[str, pd.DataFrame], n: int, *, include_nccl: bool = F
     )
 
 
-@contextmanager
-def _plain(path: Path) -> Iterator[Path]:
-    if path.suffix != ".xz":
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="capture-") as tmp:
-        plain = Path(tmp) / path.stem
-        with lzma.open(path) as src, open(plain, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-        yield plain
-
-
 def mangled_names(sqlite: Path, names: list[str]) -> dict[str, list[str]]:
     """demangled kernel name → its mangled name(s) in the nsys export (the identity ncu can match)."""
     wanted = set(names)
     found: dict[str, list[str]] = {n: [] for n in names}
-    with _plain(sqlite) as plain:
+    with plain_file(sqlite) as plain:
         con = sqlite3.connect(f"file:{plain}?mode=ro", uri=True)
         try:
             rows = con.execute(

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import lzma
 import os
-import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +25,7 @@ from generator.config import VersionConfig
 from generator.errors import InputError
 from generator.model import ALL_STAGES, KERNEL_SUMMARY_COLUMNS, Dataset, GpuInfo, Provenance
 from generator.readers import read
-from generator.readers.base import sha256_of
+from generator.readers.base import decompress_xz, naming, read_from
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
 
@@ -59,10 +57,7 @@ class InputCache:
         key = (path.resolve(), stage)
         if key not in self._datasets:
             dataset = self._on_plain(path, lambda plain: read(plain, stage=stage))
-            if path.suffix == ".xz":
-                provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=sha256_of(path))
-                dataset = dataclasses.replace(dataset, provenance=provenance)
-            self._datasets[key] = dataset
+            self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         return self._datasets[key]
 
     def stage_summaries(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
@@ -84,16 +79,10 @@ class InputCache:
         if path not in self._plain:
             plain = Path(self._tmp.name) / str(len(self._plain)) / path.stem
             plain.parent.mkdir()
-            try:
-                with lzma.open(path) as src, open(plain, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-            except (lzma.LZMAError, EOFError) as exc:
-                raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
+            decompress_xz(path, plain)
             self._plain[path] = plain
-        try:
+        with naming(path):
             return action(self._plain[path])
-        except InputError as exc:
-            raise InputError(path, exc.problem) from None
 
 
 def load_manifest(run: Path) -> dict:

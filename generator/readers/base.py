@@ -8,6 +8,8 @@ import lzma
 import pkgutil
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Protocol
@@ -78,21 +80,48 @@ def read(path: str | Path, *, stage: str | None = None) -> Dataset:
     path = Path(path)
     if path.suffix != ".xz":
         return detect(path).read(path, stage=stage)
+    with plain_file(path) as plain:
+        dataset = detect(plain).read(plain, stage=stage)
+    return read_from(dataset, path)
+
+
+def read_from(dataset: Dataset, path: Path) -> Dataset:
+    """``dataset`` (read from a decompressed copy) with provenance naming the file ``path``."""
+    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=sha256_of(path))
+    return dataset
+
+
+def decompress_xz(path: Path, dest: Path) -> None:
+    """Write the decompressed content of ``path`` to ``dest``; InputError if it is corrupt."""
+    try:
+        with lzma.open(path) as src, open(dest, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except (lzma.LZMAError, EOFError) as exc:
+        raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
+
+
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """InputErrors raised inside name ``path`` (the file the user gave, not a decompressed copy)."""
+    try:
+        yield
+    except InputError as exc:
+        raise InputError(path, exc.problem) from None
+
+
+@contextmanager
+def plain_file(path: Path) -> Iterator[Path]:
+    """``path`` itself, or for ``*.xz`` a temporary decompressed copy that lives for the block."""
+    if path.suffix != ".xz":
+        yield path
+        return
     if not path.is_file():
         raise InputError(path, "no such file")
     with tempfile.TemporaryDirectory(prefix="kernel-report-") as tmp:
         plain = Path(tmp) / path.stem
-        try:
-            with lzma.open(path) as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except (lzma.LZMAError, EOFError) as exc:
-            raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
-        try:
-            dataset = detect(plain).read(plain, stage=stage)
-        except InputError as exc:
-            raise InputError(path, exc.problem) from None
-    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=sha256_of(path))
-    return dataset
+        decompress_xz(path, plain)
+        with naming(path):
+            yield plain
 
 
 def sha256_of(path: Path) -> str:
