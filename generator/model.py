@@ -6,6 +6,7 @@ A value the input does not carry is NaN (numbers) or None (text) — never a gue
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,43 @@ ALL_STAGES = "all"
 
 #: The duration statistics every nsys summary report prints (count, then ns; stddev is the sample one).
 STAT_COLUMNS: list[str] = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
+
+
+def duration_stats(durations: pd.Series, keys: pd.Series) -> pd.DataFrame:
+    """STAT_COLUMNS per key (column ``keys.name``) from one duration (ns) per instance, as nsys
+    computes them: sample stddev, 0 for a single instance; keys in order of first appearance."""
+    stats = durations.groupby(keys, sort=False).agg(["count", "sum", "mean", "median", "min", "max", "std"])
+    stats.columns = STAT_COLUMNS
+    stats["stddev_ns"] = stats["stddev_ns"].where(stats["count"] > 1, 0.0)
+    return stats.rename_axis(keys.name).reset_index()
+
+
+def ranked(stats: pd.DataFrame, by: str) -> pd.DataFrame:
+    """``stats`` with ``time_pct`` (share of the total) and sorted like nsys: total desc, then ``by``."""
+    stats = stats.assign(time_pct=stats["total_ns"] * 100.0 / stats["total_ns"].sum())
+    return stats.sort_values(["total_ns", by], ascending=[False, True], ignore_index=True)
+
+
+MEMSET = "memset"
+_SPELLED = {"Host": "H", "Device": "D", "Array": "A", "Peer": "P"}
+
+
+def memcpy_operation(label: str) -> str:
+    """The normalized memcpy ``operation`` of a tool's label: ``[CUDA memcpy HtoD]``,
+    ``[CUDA memcpy Host-to-Device]`` (nsys), ``Memcpy HtoD (Pageable -> Device)`` (Kineto) → HtoD;
+    any memset → memset; unknown labels unchanged."""
+    text = label.strip().strip("[]").strip()
+    if "memset" in text.lower():
+        return MEMSET
+    text = re.sub(r"(Host|Device|Array|Peer)-to-(Host|Device|Array|Peer)",
+                  lambda m: f"{_SPELLED[m[1]]}to{_SPELLED[m[2]]}", text)
+    unified = "Unified" in text
+    match = re.search(r"\b([HDAP]to[HDAP])\b", text)
+    if not match:
+        return text
+    return f"UVM {match[1]}" if unified else match[1]
+
+
 
 #: Per kernel name and stage: the numbers `nsys stats --report cuda_gpu_kern_sum` prints.
 KERNEL_SUMMARY_COLUMNS: list[str] = [

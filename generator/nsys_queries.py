@@ -1,4 +1,4 @@
-"""SQL over nsys SQLite exports (schemas 2020.3 … 2025.x) and the nsys names our tables normalize.
+"""SQL over nsys SQLite exports (schemas 2020.3 … 2025.x) and the nsys codes our tables normalize.
 
 Summaries are computed the way ``nsys stats`` reports do (group by name; count, total, mean,
 median, min, max, sample stddev) but in one pass over the events: every event is folded into a
@@ -6,8 +6,6 @@ temporary histogram of (key, duration) → occurrences with an upsert, and the s
 median included, come from that small histogram. The input file is only read.
 """
 from __future__ import annotations
-
-import re
 
 #: NVTX_EVENTS.eventType values of ranges, as nsys' nvtx_sum report selects them.
 NVTX_RANGE_STYLES: dict[int, str] = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
@@ -19,22 +17,6 @@ MEMCPY_KINDS: dict[int, str] = {
     0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
     8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM HtoD", 12: "UVM DtoH", 13: "UVM DtoD",
 }
-MEMSET = "memset"
-_SPELLED = {"Host": "H", "Device": "D", "Array": "A", "Peer": "P"}
-
-
-def memcpy_operation(label: str) -> str:
-    """``[CUDA memcpy HtoD]``, ``[CUDA memcpy Host-to-Device]``, ``[CUDA memset]`` → HtoD / memset."""
-    text = label.strip().strip("[]").strip()
-    if "memset" in text.lower():
-        return MEMSET
-    text = re.sub(r"(Host|Device|Array|Peer)-to-(Host|Device|Array|Peer)",
-                  lambda m: f"{_SPELLED[m[1]]}to{_SPELLED[m[2]]}", text)
-    unified = "Unified" in text
-    match = re.search(r"\b([HDAP]to[HDAP])\b", text)
-    if not match:
-        return text
-    return f"UVM {match[1]}" if unified else match[1]
 
 
 # --- the one-pass summary ----------------------------------------------------------------------

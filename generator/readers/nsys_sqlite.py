@@ -22,6 +22,7 @@ from generator.model import (
     API_SUMMARY_COLUMNS,
     KERNEL_SUMMARY_COLUMNS,
     MEMCPY_SUMMARY_COLUMNS,
+    MEMSET,
     NVTX_SUMMARY_COLUMNS,
     Dataset,
     GpuInfo,
@@ -255,7 +256,7 @@ def _memcpy_summary(cap: _Capture) -> pd.DataFrame | None:
     frame = cap.stats(" UNION ALL ".join(t for t, _ in sources))
     size = dict(r for _, b in sources for r in cap.conn.execute(b) if r[1] is not None)
     frame["total_bytes"] = [float(size.get(k, np.nan)) for k in frame["key"]]
-    frame["operation"] = [q.MEMSET if k == -1 else q.MEMCPY_KINDS.get(int(k), str(k)) for k in frame.pop("key")]
+    frame["operation"] = [MEMSET if k == -1 else q.MEMCPY_KINDS.get(int(k), str(k)) for k in frame.pop("key")]
     frame = frame.sort_values(["total_ns", "operation"], ascending=[False, True])
     return frame[MEMCPY_SUMMARY_COLUMNS].reset_index(drop=True)
 

@@ -24,8 +24,10 @@ from generator.model import (
     NVTX_SUMMARY_COLUMNS,
     Dataset,
     Provenance,
+    duration_stats,
+    memcpy_operation,
+    ranked,
 )
-from generator.nsys_queries import memcpy_operation
 from generator.readers.base import sha256_of
 
 #: Lines nsys prints around its tables that are not part of them.
@@ -156,15 +158,9 @@ def _finish(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 def _trace_nvtx(frame: pd.DataFrame) -> pd.DataFrame:
     """nvtx_sum numbers from nvtx_pushpop_trace rows (one row per range instance)."""
     duration = frame["duration_ns"] if "duration_ns" in frame else frame["end_ns"] - frame["start_ns"]
-    grouped = pd.DataFrame({"name": frame["name"], "d": duration}).groupby("name", sort=False)["d"]
-    out = pd.DataFrame({
-        "count": grouped.count(), "total_ns": grouped.sum(), "avg_ns": grouped.mean(),
-        "med_ns": grouped.median(), "min_ns": grouped.min(), "max_ns": grouped.max(),
-        "stddev_ns": grouped.std(ddof=1).fillna(0.0),
-    }).reset_index()
+    out = ranked(duration_stats(duration, frame["name"]), "name")
     out["style"] = "PushPop"
-    out["time_pct"] = out["total_ns"] * 100.0 / out["total_ns"].sum()
-    return _finish(out.sort_values(["total_ns", "name"], ascending=[False, True]), NVTX_SUMMARY_COLUMNS)
+    return _finish(out, NVTX_SUMMARY_COLUMNS)
 
 
 def _layout(tables: list[_Table], kinds: set[str]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import zlib
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -28,12 +27,14 @@ from generator.model import (
     Dataset,
     GpuInfo,
     Provenance,
+    duration_stats,
+    memcpy_operation,
+    ranked,
 )
 from generator.readers.base import sha256_of
 
 _MEMCPY_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "runtime"}
-_MEMCPY_KIND = re.compile(r"^Memcpy (HtoD|DtoH|DtoD|HtoH|PtoP)\b")
 _INTERVAL = ["pid", "tid", "start", "end"]
 
 
@@ -183,47 +184,30 @@ def _inside(items: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
 
 
 def _durations(frame: pd.DataFrame, by: str) -> pd.DataFrame:
-    """nsys-style duration statistics per ``by`` (sample stddev; 0 for a single instance)."""
-    durations = (frame["end"] - frame["start"]).groupby(frame[by], sort=False)
-    stats = durations.agg(["count", "sum", "mean", "median", "min", "max", "std"])
-    stats.columns = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
-    stats["stddev_ns"] = stats["stddev_ns"].where(stats["count"] > 1, 0.0)
-    return stats.rename_axis(by).reset_index()
-
-
-def _ranked(stats: pd.DataFrame, by: str) -> pd.DataFrame:
-    stats["time_pct"] = stats["total_ns"] / stats["total_ns"].sum() * 100
-    return stats.sort_values(["total_ns", by], ascending=[False, True], ignore_index=True)
+    """nsys-style duration statistics per ``by``."""
+    return duration_stats(frame["end"] - frame["start"], frame[by])
 
 
 def _kernel_summary(kernels: pd.DataFrame, stage: str) -> pd.DataFrame:
-    stats = _ranked(_durations(kernels, "name"), "name")
+    stats = ranked(_durations(kernels, "name"), "name")
     stats["stage"] = stage
     stats["short_name"] = None
     return stats[KERNEL_SUMMARY_COLUMNS]
 
 
 def _nvtx_summary(ranges: pd.DataFrame) -> pd.DataFrame:
-    stats = _ranked(_durations(ranges, "name"), "name")
+    stats = ranked(_durations(ranges, "name"), "name")
     stats["style"] = "PushPop"
     return stats[NVTX_SUMMARY_COLUMNS]
 
 
 def _memcpy_summary(copies: pd.DataFrame) -> pd.DataFrame:
-    copies = copies.assign(operation=copies["name"].map(_memcpy_operation))
+    copies = copies.assign(operation=copies["name"].map(memcpy_operation))
     stats = _durations(copies, "operation")
     bytes_ = copies.groupby("operation", sort=False)["bytes"].agg(lambda s: s.sum(skipna=False))
     stats["total_bytes"] = stats["operation"].map(bytes_)
     stats = stats.sort_values(["total_ns", "operation"], ascending=[False, True], ignore_index=True)
     return stats[MEMCPY_SUMMARY_COLUMNS]
-
-
-def _memcpy_operation(name: str) -> str:
-    """"Memcpy HtoD (Pageable -> Device)" → "HtoD"; "Memset (Device)" → "memset"; else the name."""
-    match = _MEMCPY_KIND.match(name)
-    if match:
-        return match.group(1)
-    return "memset" if name.startswith("Memset") else name
 
 
 def _gpus(properties: Any, devices: list[int]) -> tuple[list[GpuInfo], tuple[str, ...]]:
