@@ -6,11 +6,12 @@ and ``<out>/index.html`` (relative redirect to the latest version). Several repo
 ``<out>/<report-id>/…`` each, and ``<out>/index.html`` lists them. Markdown sources go to
 ``<src>/<report-id>/<version>/{docs/,mkdocs.yml}``.
 
-Everything is built next to ``out``/``src`` and swapped in at the end, so a failed build leaves the
-previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
+Everything is built next to ``out``/``src`` and swapped in at the end (generator.output_dirs: only
+directories an earlier build wrote are replaced), so a failed build leaves the previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import html
@@ -19,9 +20,7 @@ import logging
 import os
 import re
 import shutil
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import MkDocsException
 from rich.progress import Progress
 
+from generator import output_dirs
 from generator.analyses.result import VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.config import ReportConfig, ReportMeta, VersionConfig, load_report, report_meta
@@ -68,6 +68,7 @@ def build_site(
     site_url: str | None = None,
     langs: list[str] | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> None:
     """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
 
@@ -77,9 +78,12 @@ def build_site(
     """
     langs = langs or ["en", "zh"]
     jobs = _jobs(report_files)
-    out, src = out.resolve(), src.resolve()
-    for directory in (out.parent, src):
-        directory.mkdir(parents=True, exist_ok=True)
+    inputs = [path for job in jobs for path in (job.path, *job.config.input_paths())]
+    out, src = output_dirs.refuse_unsafe(out, "--out", inputs), output_dirs.refuse_unsafe(src, "--src", inputs)
+    output_dirs.refuse_overlap(out, src)
+    for option, target in [("--out", out), *(("--src", src / job.config.id) for job in jobs)]:
+        output_dirs.refuse_unowned(output_dirs.refuse_unsafe(target, option, inputs), option, force=force)
+    src.mkdir(parents=True, exist_ok=True)
     versions = sum(len(job.config.versions) for job in jobs)
     task = progress.add_task("build", total=versions * 3) if progress else None
 
@@ -87,15 +91,18 @@ def build_site(
         if progress is not None and task is not None:
             progress.update(task, advance=1, description=text)
 
-    with _scratch(out.parent, f".{out.name}-") as tmp_out, _scratch(src, ".build-") as tmp_src, InputCache() as cache:
+    with contextlib.ExitStack() as stack:
+        tmp_out = stack.enter_context(output_dirs.staging(out))
+        tmp_src = {job.config.id: stack.enter_context(output_dirs.staging(src / job.config.id)) for job in jobs}
+        cache = stack.enter_context(InputCache())
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
-            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src / job.config.id, step)
+            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src[job.config.id], step)
         _write_index(tmp_out, jobs, langs[0])
         for job in jobs:
-            _swap(tmp_src / job.config.id, src / job.config.id)
-        _swap(tmp_out, out)
+            output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id)
+        output_dirs.swap_in(tmp_out, out)
 
 
 def _jobs(report_files: list[Path]) -> list[ReportJob]:
@@ -244,23 +251,3 @@ def _write_index(out: Path, jobs: list[ReportJob], lang: str) -> None:
     (out / "index.html").write_text(
         _ENV.get_template("site/index.html.j2").render(lang=lang, links=links), encoding="utf-8"
     )
-
-
-@contextmanager
-def _scratch(parent: Path, prefix: str) -> Iterator[Path]:
-    """A fresh directory under ``parent``, removed afterwards unless it was swapped into place."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _swap(new: Path, target: Path) -> None:
-    """Put ``new`` in place of ``target`` with renames; the old tree is deleted only afterwards."""
-    old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if target.exists():
-        os.replace(target, old)
-    os.replace(new, target)
-    shutil.rmtree(old, ignore_errors=True)
