@@ -12,7 +12,7 @@ import pytest
 
 from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.roofline import Peaks, device_peaks, kernel_intensity, roofline_datasets
-from generator.inputs import NCU_CANDIDATES
+from generator.pipeline.inputs import NCU_CANDIDATES
 from generator.model import GpuInfo
 from generator.readers import read
 from test_classify import decode_rows

@@ -10,12 +10,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-FAMILIES_PATH = Path(__file__).resolve().parents[2] / "templates" / "kernel_families.yaml"
+from generator.resources import TEMPLATES
+
+FAMILIES_PATH = TEMPLATES / "kernel_families.yaml"
 
 CATEGORIES = (
     "gemv", "gemm", "attention", "elementwise", "reduce", "norm", "softmax", "copy", "cat",

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from generator.analyses.sweep import SweepConfig, SweepResult, analyze_sweep
-from generator.analyses.version import VersionInputs
-from generator.config import SweepPoint, VersionConfig
-from generator.inputs import (
+from generator.analyses.result import SweepResult
+from generator.analyses.sweep import SweepConfig, analyze_sweep
+from generator.pipeline.config import SweepPoint, VersionConfig
+from generator.pipeline.inputs import (
     NSYS_CANDIDATES,
     InputCache,
     first_existing,
@@ -21,7 +21,7 @@ from generator.inputs import (
     manifest_stages,
     version_inputs,
 )
-from generator.model import ALL_STAGES
+from generator.model import ALL_STAGES, VersionInputs
 from generator.readers.nsys_sqlite import READER as NSYS_SQLITE
 
 

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from generator.errors import InputError
+from generator.model import ReportMeta, VersionMeta
 
 LANGS: tuple[str, ...] = ("en", "zh")
 
@@ -165,41 +166,6 @@ class ReportConfig(_Strict):
         if duplicates:
             raise ValueError(f"duplicate version ids: {', '.join(duplicates)}")
         return self
-
-
-@dataclass(frozen=True)
-class VersionMeta:
-    """What pages show about a version: ``title``/``notes`` map a language code to text."""
-
-    id: str
-    title: dict[str, str]
-    date: datetime.date
-    notes: dict[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class ReportMeta:
-    """What ``render_version`` needs to know about the report besides the VersionResult.
-
-    ``id``: report id (slug). ``title``: {lang: text}. ``versions``: every version in report order,
-    oldest first (the last one is the latest; the page of version X compares with the one before
-    it). ``site_url``: the published base URL without the version part (e.g.
-    "https://org.github.io/repo/"), or None when unknown; a version lives at ``<site_url><id>/``.
-    ``langs``: site languages, default language first (e.g. ["en", "zh"]).
-    """
-
-    id: str
-    title: dict[str, str]
-    versions: tuple[VersionMeta, ...]
-    site_url: str | None
-    langs: tuple[str, ...]
-
-    @property
-    def latest(self) -> VersionMeta:
-        return self.versions[-1]
-
-    def version(self, version_id: str) -> VersionMeta:
-        return next(v for v in self.versions if v.id == version_id)
 
 
 def report_meta(config: ReportConfig, site_url: str | None, langs: list[str]) -> ReportMeta:
