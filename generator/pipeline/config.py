@@ -24,6 +24,7 @@ from pydantic import (
 
 from generator.errors import InputError
 from generator.model import ReportMeta, VersionMeta
+from generator.run_layout import MANIFEST
 
 LANGS: tuple[str, ...] = ("en", "zh")
 
@@ -57,8 +58,8 @@ def _run_dir(value: Any, info: ValidationInfo) -> Path:
     path = (info.context["base"] / value).resolve()
     if not path.is_dir():
         raise ValueError(f"run directory not found: {value}")
-    if not (path / "manifest.json").is_file():
-        raise ValueError(f"not a capture run directory (no manifest.json): {value}")
+    if not (path / MANIFEST).is_file():
+        raise ValueError(f"not a capture run directory (no {MANIFEST}): {value}")
     return path
 
 

@@ -14,7 +14,6 @@ from generator.analyses.result import SweepResult
 from generator.analyses.sweep import SweepConfig, analyze_sweep
 from generator.pipeline.config import SweepPoint, VersionConfig
 from generator.pipeline.inputs import (
-    NSYS_CANDIDATES,
     InputCache,
     first_existing,
     load_manifest,
@@ -23,6 +22,7 @@ from generator.pipeline.inputs import (
 )
 from generator.model import ALL_STAGES, VersionInputs
 from generator.readers.nsys_sqlite import READER as NSYS_SQLITE
+from generator.run_layout import NSYS_CANDIDATES
 
 
 def _measured(point: SweepPoint) -> tuple[str, ...]:
