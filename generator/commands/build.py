@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from generator.config import LANGS
+from generator.pipeline.config import LANGS
 from generator.errors import InputError
 
 HELP = "build the versioned EN/ZH report site from report.yaml files (default: the bundled example)"
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.render.site import build_site  # heavy imports (mkdocs, analyses) only when building
+    from generator.pipeline.build import build_site  # heavy imports (mkdocs, analyses) only when building
 
     langs = [lang.strip() for lang in args.lang.split(",") if lang.strip()]
     unknown = [lang for lang in langs if lang not in LANGS]
