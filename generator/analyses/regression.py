@@ -1,10 +1,12 @@
-"""The regression gate: match kernels of a baseline and a current profile and judge each watched metric.
+"""The regression gate: pair kernels of a baseline and a current profile and judge each kernel.
 
 A kernel table has one row per kernel: ``name`` and metrics in display units (WATCHABLE keys).
-Kernels match by raw name, then by base name + canonical template arguments, then by base name
-alone (:func:`generator.analyses.join.base_name`); a key that several kernels of one side share
-matches nothing. A change beyond the threshold (relative, % of the baseline value) in the metric's
-worse direction is a regression, in its better direction an improvement.
+Kernels pair by raw name, then by equal kernel identity (generator.analyses.kernel_identity), then
+by agreeing identity (a base name or cut-off name on one side) where exactly one kernel of each side
+fits; different template instantiations never pair. The kernel's duration decides: slower beyond
+the threshold (relative, % of the baseline) is a regression, faster an improvement. Throughput,
+occupancy and hit rates are context (status ``context``): a kernel that got faster while its
+throughput % dropped did not regress.
 """
 from __future__ import annotations
 
@@ -15,8 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from generator.analyses.join import base_name
-from generator.analyses.cpp_names import canonical, parse_name
+from generator.analyses.kernel_identity import identity
 
 LOWER, HIGHER = "lower", "higher"
 #: Metric → which direction is better. Time up is worse; throughput, occupancy and cache hit
@@ -33,7 +34,9 @@ WATCHABLE: dict[str, str] = {
 DEFAULT_METRICS: tuple[str, ...] = ("duration_us", "sm_throughput_pct", "memory_throughput_pct",
                                     "achieved_occupancy_pct")
 DEFAULT_THRESHOLD_PCT = 5.0
-REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN = "regression", "improvement", "unchanged", "unknown"
+#: the one metric whose change is a verdict
+VERDICT_METRIC = "duration_us"
+REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT = "regression", "improvement", "unchanged", "unknown", "context"
 ROW_COLUMNS = ["kernel", "baseline_kernel", "matched_by", "metric", "better", "baseline", "current",
                "abs", "rel_pct", "status"]
 
@@ -68,15 +71,10 @@ class Comparison:
             "matched_kernels": int(self.rows["kernel"].nunique()),
             "only_baseline": self.only_baseline,
             "only_current": self.only_current,
-            "counts": {s: int(statuses.get(s, 0)) for s in (REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN)},
+            "counts": {s: int(statuses.get(s, 0)) for s in (REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT)},
             "failed": self.failed(),
             "rows": self.rows.to_dict("records"),
         }
-
-
-def _signature(name: str) -> str:
-    parsed = parse_name(name)
-    return f"{parsed.base}<{canonical(','.join(parsed.template_args))}>"
 
 
 def _unique_keys(names: Iterable[str], key: Callable[[str], str]) -> dict[str, str]:
@@ -87,20 +85,34 @@ def _unique_keys(names: Iterable[str], key: Callable[[str], str]) -> dict[str, s
     return {k: v[0] for k, v in found.items() if len(v) == 1}
 
 
+def _identity_key(name: str) -> str:
+    return identity(name).key
+
+
 def match_kernels(baseline: Iterable[str], current: Iterable[str]) -> list[tuple[str, str, str]]:
-    """(baseline name, current name, how) pairs: "name", then "signature", then "base name"."""
+    """(baseline name, current name, how) pairs: "name", then "identity", then "agreeing identity"
+    (only where exactly one kernel of each side agrees)."""
     left, right = list(dict.fromkeys(baseline)), list(dict.fromkeys(current))
     pairs = [(n, n, "name") for n in left if n in set(right)]
-    for how, key in (("signature", _signature), ("base name", base_name)):
-        matched_left = {p[0] for p in pairs}
-        matched_right = {p[1] for p in pairs}
-        a = _unique_keys((n for n in left if n not in matched_left), key)
-        b = _unique_keys((n for n in right if n not in matched_right), key)
-        pairs += [(a[k], b[k], how) for k in a if k in b]
+    matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
+    a = _unique_keys((n for n in left if n not in matched_left), _identity_key)
+    b = _unique_keys((n for n in right if n not in matched_right), _identity_key)
+    pairs += [(a[k], b[k], "identity") for k in a if k in b]
+    matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
+    rest_left = [n for n in left if n not in matched_left]
+    rest_right = [n for n in right if n not in matched_right]
+    for name in rest_left:
+        fits = [r for r in rest_right if identity(name).agrees(identity(r))]
+        back = [n for n in rest_left if fits and identity(n).agrees(identity(fits[0]))]
+        if len(fits) == 1 and back == [name]:
+            pairs.append((name, fits[0], "agreeing identity"))
     return pairs
 
 
-def _status(better: str, rel_pct: float, threshold_pct: float) -> str:
+def _status(metric: str, rel_pct: float, threshold_pct: float) -> str:
+    if metric != VERDICT_METRIC:
+        return CONTEXT
+    better = WATCHABLE[metric]
     if math.isnan(rel_pct):
         return UNKNOWN
     worse = rel_pct > threshold_pct if better == LOWER else rel_pct < -threshold_pct
@@ -129,7 +141,7 @@ def compare(baseline: pd.DataFrame, current: pd.DataFrame, metrics: Iterable[str
             rows.append({"kernel": right, "baseline_kernel": left, "matched_by": how, "metric": metric,
                          "better": WATCHABLE[metric], "baseline": before, "current": after,
                          "abs": after - before, "rel_pct": rel,
-                         "status": _status(WATCHABLE[metric], rel, threshold_pct)})
+                         "status": _status(metric, rel, threshold_pct)})
     table = pd.DataFrame(rows, columns=ROW_COLUMNS)
     if len(table):
         worse = [abs(r) if s == REGRESSION else -1.0 for r, s in zip(table["rel_pct"], table["status"])]
