@@ -20,7 +20,7 @@ STAGES = ["all", "vision", "projector", "prefill", "decode"]
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory) -> pd.DataFrame:
     plain = tmp_path_factory.mktemp("join") / "small_vlm.nsys.sqlite"
-    plain.write_bytes(lzma.open(H200 / "small_vlm.nsys.sqlite.xz").read())
+    plain.write_bytes(lzma.decompress((H200 / "small_vlm.nsys.sqlite.xz").read_bytes()))
     return kernel_summary(plain, STAGES)
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from generator.errors import InputError
 from generator.model import ALL_STAGES, API_SUMMARY_COLUMNS, KERNEL_SUMMARY_COLUMNS
-from generator.readers import read
 from generator.readers import nsys_sqlite as ns
+from generator.readers import read
 from tests.conftest import DATA
 
 VLM = DATA / "h200-small/small_vlm.nsys.sqlite.xz"

@@ -18,8 +18,8 @@ import yaml
 
 from generator.analyses.sweep import BREAK_EVEN_MIN_EXTRA_PCT, LAUNCH_BOUND_IDLE_PCT, SHORT_KERNEL_NS
 from generator.cli import main
-from generator.pipeline.config import load_report
 from generator.errors import InputError
+from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
 

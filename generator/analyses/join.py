@@ -35,10 +35,7 @@ def _args_agree(a: tuple[str, str | None, bool], b: tuple[str, str | None, bool]
         return True  # a short name carries no template arguments to compare
     if a[1] == b[1]:
         return True
-    for cut, full in ((a, b), (b, a)):
-        if cut[2] and full[1].startswith(cut[1][:-8]):
-            return True
-    return False
+    return any(cut[2] and full[1].startswith(cut[1][:-8]) for cut, full in ((a, b), (b, a)))
 
 
 def _candidates(name: str, summary_names: list[str], signatures: dict[str, tuple]) -> list[str]:

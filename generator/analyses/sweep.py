@@ -71,7 +71,7 @@ def _mean(frame: pd.DataFrame, column: str) -> float:
 def _timeline_figures(timeline: pd.DataFrame | None) -> dict[str, float]:
     names = ("span_ns", "busy_ns", "idle_ns", "idle_count")
     if timeline is None or not len(timeline):
-        return {name: math.nan for name in (*names, "idle_med_ns")}
+        return dict.fromkeys((*names, "idle_med_ns"), math.nan)
     figures = {name: float(timeline[name].sum()) for name in names}
     # a median of several stages/devices is not the median of their medians
     figures["idle_med_ns"] = float(timeline["idle_med_ns"].iloc[0]) if len(timeline) == 1 else math.nan

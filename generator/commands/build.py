@@ -7,8 +7,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from generator.pipeline.config import LANGS
 from generator.errors import InputError
+from generator.pipeline.config import LANGS
 
 HELP = "build the versioned EN/ZH report site from report.yaml files (default: the bundled example)"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ocr-vlm" / "report.yaml"

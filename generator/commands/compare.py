@@ -17,6 +17,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from generator.analyses.naming import name_kernels
 from generator.analyses.regression import (
     DEFAULT_METRICS,
     DEFAULT_THRESHOLD_PCT,
@@ -26,7 +27,6 @@ from generator.analyses.regression import (
     Comparison,
     compare,
 )
-from generator.analyses.naming import name_kernels
 from generator.errors import InputError
 from generator.render.data_files import json_safe
 

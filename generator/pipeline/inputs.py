@@ -20,9 +20,9 @@ from typing import TypeVar
 
 import pandas as pd
 
-from generator.pipeline.config import VersionConfig
 from generator.errors import InputError
 from generator.model import ALL_STAGES, KERNEL_SUMMARY_COLUMNS, Dataset, GpuInfo, Provenance, VersionInputs
+from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary

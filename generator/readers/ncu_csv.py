@@ -205,8 +205,8 @@ def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[G
         found = (named["Metric Value"], named["Metric Unit"])
         launch.raw.setdefault(named["Metric Name"], found)
         launch.details.setdefault((named["Section Name"], named["Metric Name"]), found)
-    gpus = {(l.identity["device"], l.identity["cc"]) for l in launches.values()
-            if l.identity["device"] is not None or l.identity["cc"] is not None}
+    gpus = {(one.identity["device"], one.identity["cc"]) for one in launches.values()
+            if one.identity["device"] is not None or one.identity["cc"] is not None}
     return layout, list(launches.values()), [GpuInfo(index=d, compute_capability=cc)
                                              for d, cc in sorted(gpus, key=str)]
 
