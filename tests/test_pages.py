@@ -13,7 +13,8 @@ from helpers_pages import example_result
 
 from generator.model import GpuInfo, VersionMeta
 from generator.render.markdown import Numbers, escape_text, name_cell
-from generator.render.pages import PAGES, page_file, page_names, render_page, render_version, translator
+from generator.render.pages import PAGES, page_file, page_names, render_page, render_version
+from generator.render.translations import translator
 
 #: The Markdown extensions of the site's mkdocs.yml that change structure (ids, tables, admonitions).
 EXTENSIONS = ["tables", "attr_list", "md_in_html", "admonition", "pymdownx.superfences",

@@ -25,6 +25,7 @@ from rich.progress import Progress
 from generator.analyses.result import VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.errors import InputError
+from generator.languages import LANGS
 from generator.model import ReportMeta
 from generator.pipeline.config import ReportConfig, load_report, report_meta
 from generator.pipeline.inputs import InputCache
@@ -58,7 +59,7 @@ def build_site(
     processes were tried: on two CPUs their start-up — imports, the vega bundle, jieba's
     dictionary — cost more than they saved.)
     """
-    langs = langs or ["en", "zh"]
+    langs = langs or list(LANGS)
     jobs = _jobs(report_files)
     out, src = out.resolve(), src.resolve()
     for directory in (out.parent, src):
