@@ -17,19 +17,11 @@ import pandas as pd
 
 from generator.analyses.cpp_names import canonical, parse_name
 from generator.analyses.join import base_name
+from generator.metric_table import DISPLAY_METRICS, LOWER
 
-LOWER, HIGHER = "lower", "higher"
-#: Metric → which direction is better. Time up is worse; throughput, occupancy and cache hit
-#: rates down are worse.
-WATCHABLE: dict[str, str] = {
-    "duration_us": LOWER,
-    "sm_throughput_pct": HIGHER,
-    "memory_throughput_pct": HIGHER,
-    "dram_throughput_pct": HIGHER,
-    "achieved_occupancy_pct": HIGHER,
-    "l1_hit_rate_pct": HIGHER,
-    "l2_hit_rate_pct": HIGHER,
-}
+#: DisplayMetric key → which direction is better, for every metric the registry gives one (time up
+#: is worse; throughput, occupancy and cache hit rates down are worse).
+WATCHABLE: dict[str, str] = {m.key: m.better for m in DISPLAY_METRICS if m.better}
 DEFAULT_METRICS: tuple[str, ...] = ("duration_us", "sm_throughput_pct", "memory_throughput_pct",
                                     "achieved_occupancy_pct")
 DEFAULT_THRESHOLD_PCT = 5.0

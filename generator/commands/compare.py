@@ -28,6 +28,7 @@ from generator.analyses.regression import (
     compare,
 )
 from generator.errors import InputError
+from generator.metric_table import DISPLAY
 from generator.render.data_files import json_safe
 
 HELP = "compare kernel metrics of two runs/versions/files; exit 1 when one regressed beyond the threshold"
@@ -99,11 +100,10 @@ def kernel_table(path: Path) -> pd.DataFrame:
 def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
     """Canonical per-launch or per-kernel metrics → one row per name, display units (mean per name)."""
     table = pd.DataFrame({"name": metrics["name"]})
-    for metric in WATCHABLE:
-        source = "duration_ns" if metric == "duration_us" else metric
-        scale = 1e-3 if metric == "duration_us" else 1.0
-        if source in metrics:
-            table[metric] = pd.to_numeric(metrics[source]) * scale
+    for key in WATCHABLE:
+        metric = DISPLAY[key]
+        if metric.source in metrics:
+            table[key] = pd.to_numeric(metrics[metric.source]) * metric.scale
     table = table.dropna(subset=["name"]).groupby("name", sort=True).mean().reset_index()
     if "friendly_name" in metrics:
         table["friendly_name"] = table["name"].map(metrics.drop_duplicates("name").set_index("name")["friendly_name"])
