@@ -12,8 +12,8 @@ import ncu_report
 import pandas as pd
 import pytest
 
-from generator.analyses.join import base_name
-from generator.analyses.regression import IMPROVEMENT, REGRESSION, UNCHANGED, match_kernels
+from generator.analyses.kernel_match import base_name, match_kernels
+from generator.analyses.regression import IMPROVEMENT, REGRESSION, UNCHANGED
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.cli import main
 from generator.readers import read

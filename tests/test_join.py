@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from generator.analyses.join import JOIN_COLUMNS, attach_stage_time, base_name, coverage
+from generator.analyses.join import JOIN_COLUMNS, attach_stage_time, coverage
+from generator.analyses.kernel_match import base_name
 from generator.readers.base import read
 from generator.readers.nsys_sqlite import kernel_summary
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.errors import InputError
+from generator.model import renumber_launches
 from generator.readers import detect, read
 from generator.readers.ncu_csv import READER, nvtx_entries, read_many, read_ncu_dir
 from tests.conftest import DATA
@@ -148,6 +149,19 @@ def test_read_many_and_dir_keep_launch_ids_unique(tmp_path):
     assert mixed.kernel_metrics["launch_id"].is_unique and len(mixed.kernel_metrics) == 13
     with pytest.raises(InputError, match="no kernel_"):
         read_ncu_dir(DATA)
+
+
+def test_renumbered_launch_ids_keep_file_order():
+    """One rule (model.renumber_launches) for read_many and a version's inputs: a file whose ids are
+    not all above the ids so far starts just after them, so id order is file order."""
+    decode, prefill = read(DECODE_RAW).kernel_metrics, read(PREFILL_DETAILS).kernel_metrics
+    late = decode.assign(launch_id=decode["launch_id"] + 10_000)
+    first, second = renumber_launches([late, prefill])
+    assert list(first["launch_id"]) == list(late["launch_id"])
+    assert list(second["launch_id"]) == [i - prefill["launch_id"].min() + late["launch_id"].max() + 1
+                                         for i in prefill["launch_id"]]
+    kept = renumber_launches([prefill, late])  # already above: unchanged
+    assert [list(f["launch_id"]) for f in kept] == [list(prefill["launch_id"]), list(late["launch_id"])]
 
 
 # ---- bad input -------------------------------------------------------------------------------

@@ -1,22 +1,21 @@
 """The regression gate: match kernels of a baseline and a current profile and judge each watched metric.
 
 A kernel table has one row per kernel: ``name`` and metrics in display units (WATCHABLE keys).
-Kernels match by raw name, then by base name + canonical template arguments, then by base name
-alone (:func:`generator.analyses.join.base_name`); a key that several kernels of one side share
-matches nothing. A change beyond the threshold (relative, % of the baseline value) in the metric's
+Kernels match as generator.analyses.kernel_match.match_kernels says (raw name, then base name +
+canonical template arguments, then base name alone; a key several kernels of one side share
+matches nothing). A change beyond the threshold (relative, % of the baseline value) in the metric's
 worse direction is a regression, in its better direction an improvement.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from generator.analyses.cpp_names import canonical, parse_name
-from generator.analyses.join import base_name
+from generator.analyses.kernel_match import match_kernels
 from generator.metric_table import DISPLAY_METRICS, LOWER
 
 #: DisplayMetric key → which direction is better, for every metric the registry gives one (time up
@@ -64,32 +63,6 @@ class Comparison:
             "failed": self.failed(),
             "rows": self.rows.to_dict("records"),
         }
-
-
-def _signature(name: str) -> str:
-    parsed = parse_name(name)
-    return f"{parsed.base}<{canonical(','.join(parsed.template_args))}>"
-
-
-def _unique_keys(names: Iterable[str], key: Callable[[str], str]) -> dict[str, str]:
-    """key → name for the keys exactly one of ``names`` has."""
-    found: dict[str, list[str]] = {}
-    for name in names:
-        found.setdefault(key(name), []).append(name)
-    return {k: v[0] for k, v in found.items() if len(v) == 1}
-
-
-def match_kernels(baseline: Iterable[str], current: Iterable[str]) -> list[tuple[str, str, str]]:
-    """(baseline name, current name, how) pairs: "name", then "signature", then "base name"."""
-    left, right = list(dict.fromkeys(baseline)), list(dict.fromkeys(current))
-    pairs = [(n, n, "name") for n in left if n in set(right)]
-    for how, key in (("signature", _signature), ("base name", base_name)):
-        matched_left = {p[0] for p in pairs}
-        matched_right = {p[1] for p in pairs}
-        a = _unique_keys((n for n in left if n not in matched_left), key)
-        b = _unique_keys((n for n in right if n not in matched_right), key)
-        pairs += [(a[k], b[k], how) for k in a if k in b]
-    return pairs
 
 
 def _status(better: str, rel_pct: float, threshold_pct: float) -> str:
