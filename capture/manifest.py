@@ -85,6 +85,3 @@ class Manifest:
         finally:
             entry.update(end=_now(), seconds=round(time.monotonic() - start, 3))
             self.save()
-
-    def phase_ok(self, name: str) -> bool:
-        return any(p["name"] == name and p["status"] == "ok" for p in self.data["phases"])

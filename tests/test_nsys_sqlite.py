@@ -257,11 +257,6 @@ def test_stage_timeline_equals_python_walk(plain) -> None:
     assert tl.loc["projector", "instances"] == 3 and tl.loc["projector", "launches"] == 9
 
 
-def test_nvtx_stages_in_capture_order(plain) -> None:
-    assert ns.nvtx_stages(plain(VLM)) == VLM_STAGES
-    assert ns.nvtx_stages(plain(PERLMUTTER)) == []
-
-
 def test_bad_files_are_one_line_input_errors(plain, tmp_path: Path) -> None:
     source = plain(VLM)
     cut = tmp_path / "cut.sqlite"

@@ -6,16 +6,12 @@ and scales: the registry's DISPLAY_METRICS with ``histogram`` set (generator.met
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-import numpy as np
 import pandas as pd
 
 from generator.metric_table import DISPLAY, DISPLAY_METRICS
 
 #: dataset keys (DisplayMetric keys) in page order
 HISTOGRAMS: tuple[str, ...] = tuple(m.key for m in DISPLAY_METRICS if m.histogram)
-DEFAULT_BINS = 10
 
 
 def histogram_datasets(kernels: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -32,14 +28,3 @@ def histogram_datasets(kernels: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "value": values[keep].to_numpy(dtype=float) * metric.scale,
         })
     return out
-
-
-def bin_edges(values: Iterable[float], bins: int = DEFAULT_BINS) -> list[float]:
-    """``bins`` + 1 equal-width edges from the smallest to the largest value ([] when none)."""
-    finite = pd.to_numeric(pd.Series(list(values), dtype=float), errors="coerce").dropna()
-    if finite.empty:
-        return []
-    low, high = float(finite.min()), float(finite.max())
-    if high == low:
-        high = low + 1.0
-    return [float(x) for x in np.linspace(low, high, bins + 1)]

@@ -43,10 +43,6 @@ class Comparison:
     def regressions(self) -> pd.DataFrame:
         return self.rows[self.rows["status"] == REGRESSION]
 
-    @property
-    def improvements(self) -> pd.DataFrame:
-        return self.rows[self.rows["status"] == IMPROVEMENT]
-
     def failed(self) -> bool:
         return bool(len(self.regressions))
 

@@ -17,11 +17,9 @@ import math
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from generator.errors import InputError
 from generator.metric_table import resolve
-from generator.model import Dataset, GpuInfo, Provenance, renumber_launches
+from generator.model import Dataset, GpuInfo, Provenance
 from generator.readers.ncu_rep import device_info, kernel_metrics_frame, nvtx_identity
 from generator.units import parse_number
 
@@ -249,46 +247,6 @@ def _raw_gpus(launches: list[_Launch]) -> list[GpuInfo]:
             gpus[device] = device_info(lambda attribute, launch=launch: _attr(launch, attribute),
                                        name[0] if name else None, device, launch.identity["cc"])
     return list(gpus.values())
-
-
-def read_many(paths: list[str | Path], *, stage: str | None = None) -> Dataset:
-    """Several ncu files (CSV or .ncu-rep, `.xz` too) as one Dataset.
-
-    Launch ids are made unique as for a version's inputs (model.renumber_launches); the provenance
-    lists every file.
-    """
-    from generator.readers.base import read
-
-    if not paths:
-        raise InputError(".", "no ncu files given")
-    frames, gpus, sources = [], [], []
-    for path in paths:
-        dataset = read(path, stage=stage)
-        if dataset.kernel_metrics is not None:
-            frames.append(dataset.kernel_metrics)
-        gpus.extend(g for g in dataset.gpus if g not in gpus)
-        sources.append(f"{dataset.provenance.path} ({dataset.provenance.format_version})")
-    first = Path(paths[0])
-    return Dataset(
-        provenance=Provenance(path=str(first.parent if len(paths) > 1 else first), format="ncu-csv",
-                              format_version=None, notes=tuple(sources)),
-        kernel_metrics=pd.concat(renumber_launches(frames), ignore_index=True) if frames else None,
-        gpus=gpus,
-    )
-
-
-def read_ncu_dir(path: str | Path, *, stage: str | None = None) -> Dataset:
-    """Every per-kernel export under ``path`` (`kernel_*/ncu.details.csv`, `.xz` too), in name order."""
-    path = Path(path)
-    if not path.is_dir():
-        raise InputError(path, "not a directory")
-    files = sorted(p for pattern in ("kernel_*/ncu.details.csv", "kernel_*/ncu.details.csv.xz")
-                   for p in path.glob(pattern))
-    if not files:
-        raise InputError(path, "no kernel_*/ncu.details.csv files")
-    dataset = read_many(files, stage=stage)
-    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path))
-    return dataset
 
 
 READER = NcuCsvReader()
