@@ -29,7 +29,8 @@ from generator.analyses.regression import (
 )
 from generator.errors import InputError
 from generator.metric_table import DISPLAY
-from generator.render.data_files import json_safe
+from generator.render.data_files import NCU_METRICS_CSV, json_safe
+from generator.run_layout import MANIFEST
 
 HELP = "compare kernel metrics of two runs/versions/files; exit 1 when one regressed beyond the threshold"
 #: summary.json: the one "kernel" its overall means describe
@@ -83,9 +84,9 @@ def kernel_table(path: Path) -> pd.DataFrame:
     """One row per kernel: ``name``, ``friendly_name`` (the input's, else derived from the name) and the
     WATCHABLE metrics the input has."""
     if path.is_dir():
-        if (path / "manifest.json").is_file():
+        if (path / MANIFEST).is_file():
             return _from_run(path)
-        for csv in (path / "data" / "ncu_metrics.csv", path / "ncu_metrics.csv"):
+        for csv in (path / NCU_METRICS_CSV, path / Path(NCU_METRICS_CSV).name):
             if csv.is_file():
                 return _from_csv(csv)
         raise InputError(path, "neither a capture run directory (manifest.json) nor a version's data "
@@ -120,7 +121,7 @@ def _from_run(run: Path) -> pd.DataFrame:
 
     with InputCache() as cache:
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
-                                run / "manifest.json", 0)
+                                run / MANIFEST, 0)
     return _per_kernel(analyze_version(run.name, inputs, AnalysisSettings()).ncu_metrics)
 
 

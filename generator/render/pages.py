@@ -20,7 +20,7 @@ from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
-from generator.render.data_files import SWEEP_CSV, write_sweep_data, write_version_data
+from generator.render.data_files import DATA_FILES, SWEEP_CSV, write_sweep_data, write_version_data
 from generator.render.findings import render_finding, render_method
 from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
 from generator.render.sweep_charts import sweep_charts
@@ -32,12 +32,6 @@ PAGES: tuple[str, ...] = ("index", "top-kernels", "classification", "durations",
                           "roofline", "findings", "comparison", "appendix", "downloads")
 #: Follows "index" when the version declares a sweep (``result.sweep``).
 SWEEP_PAGE = "sweep"
-DATA_FILES: tuple[tuple[str, str], ...] = (
-    ("data/top_kernels.csv", "top_kernels"),
-    ("data/kernels.yaml", "kernels_yaml"),
-    ("data/ncu_metrics.csv", "ncu_metrics"),
-    ("data/summary.json", "summary"),
-)
 SHA_PREFIX = 12
 MANIFEST_ROWS_MAX = 60
 #: capture manifest keys the overview shows (workload, parameters, software and tools); the
