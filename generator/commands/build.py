@@ -20,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("site"), help="site directory (default: site)")
     parser.add_argument("--src", type=Path, default=Path("site_src"),
                         help="where the Markdown sources go (default: site_src)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace --out even if an earlier build did not write it (never a directory "
+                             "holding inputs, the report, /, home or the current directory)")
     parser.add_argument("--site-url", help="published base URL, e.g. https://ORG.github.io/REPO/")
     parser.add_argument("--lang", default=",".join(LANGS),
                         help=f"site languages, the default first (default: {','.join(LANGS)})")
@@ -34,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--lang", f"expected a list of distinct languages out of {','.join(LANGS)}")
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         build_site(args.reports or [EXAMPLE], args.out, args.src, site_url=args.site_url, langs=langs,
-                   progress=progress)
-    console.print(f"site written to {args.out}/")
+                   progress=progress, force=args.force)
+    console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0

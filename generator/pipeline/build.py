@@ -6,22 +6,20 @@ and ``<out>/index.html`` (relative redirect to the latest version). Several repo
 ``<out>/<report-id>/…`` each, and ``<out>/index.html`` lists them. Markdown sources go to
 ``<src>/<report-id>/<version>/{docs/,mkdocs.yml}``.
 
-Everything is built next to ``out``/``src`` and swapped in at the end, so a failed build leaves the
-previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
+Everything is built next to ``out``/``src`` and swapped in at the end (generator.output_dirs: only
+directories an earlier build wrote are replaced), so a failed build leaves the previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.progress import Progress
 
+from generator import output_dirs
 from generator.analyses.result import VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.errors import InputError
@@ -52,6 +50,7 @@ def build_site(
     site_url: str | None = None,
     langs: list[str] | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> None:
     """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
 
@@ -61,9 +60,12 @@ def build_site(
     """
     langs = langs or list(LANGS)
     jobs = _jobs(report_files)
-    out, src = out.resolve(), src.resolve()
-    for directory in (out.parent, src):
-        directory.mkdir(parents=True, exist_ok=True)
+    inputs = [path for job in jobs for path in (job.path, *job.config.input_paths())]
+    out, src = output_dirs.refuse_unsafe(out, "--out", inputs), output_dirs.refuse_unsafe(src, "--src", inputs)
+    output_dirs.refuse_overlap(out, src)
+    for option, target in [("--out", out), *(("--src", src / job.config.id) for job in jobs)]:
+        output_dirs.refuse_unowned(output_dirs.refuse_unsafe(target, option, inputs), option, force=force)
+    src.mkdir(parents=True, exist_ok=True)
     versions = sum(len(job.config.versions) for job in jobs)
     task = progress.add_task("build", total=versions * 3) if progress else None
 
@@ -71,16 +73,19 @@ def build_site(
         if progress is not None and task is not None:
             progress.update(task, advance=1, description=text)
 
-    with _scratch(out.parent, f".{out.name}-") as tmp_out, _scratch(src, ".build-") as tmp_src, InputCache() as cache:
+    with contextlib.ExitStack() as stack:
+        tmp_out = stack.enter_context(output_dirs.staging(out))
+        tmp_src = {job.config.id: stack.enter_context(output_dirs.staging(src / job.config.id)) for job in jobs}
+        cache = stack.enter_context(InputCache())
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
-            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src / job.config.id, step)
+            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src[job.config.id], step)
         if len(jobs) > 1:  # else the report's own index.html (written into out/) is the site's
             write_report_index(tmp_out, [(job.prefix, job.config.title.model_dump()) for job in jobs], langs[0])
         for job in jobs:
-            _swap(tmp_src / job.config.id, src / job.config.id)
-        _swap(tmp_out, out)
+            output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id)
+        output_dirs.swap_in(tmp_out, out)
 
 
 def _jobs(report_files: list[Path]) -> list[ReportJob]:
@@ -120,23 +125,3 @@ def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path,
     nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
     version = meta.version(result.version_id)
     build_version_site(write_mkdocs_config(report_file, meta, version, version_src, nav), site_dir, version.date)
-
-
-@contextmanager
-def _scratch(parent: Path, prefix: str) -> Iterator[Path]:
-    """A fresh directory under ``parent``, removed afterwards unless it was swapped into place."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _swap(new: Path, target: Path) -> None:
-    """Put ``new`` in place of ``target`` with renames; the old tree is deleted only afterwards."""
-    old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if target.exists():
-        os.replace(target, old)
-    os.replace(new, target)
-    shutil.rmtree(old, ignore_errors=True)

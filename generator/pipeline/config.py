@@ -95,6 +95,10 @@ class Inputs(_Strict):
     ncu: list[Files] = []
     torch: list[Files] = []
 
+    def paths(self) -> list[Path]:
+        """Every file these inputs name."""
+        return [p for files in [e.path for e in self.nsys] + self.ncu + self.torch for p in files.paths]
+
 
 class SweepPoint(_Strict):
     """One configuration of a parameter sweep; ``baseline: true`` on one makes it the reference of
@@ -156,6 +160,11 @@ class ReportConfig(_Strict):
     classification: Classification = Classification()
     top_n: int = Field(default=20, ge=1)
     versions: list[VersionConfig] = Field(min_length=1)
+
+    def input_paths(self) -> list[Path]:
+        """Every run directory and file the report reads (what a build must never delete)."""
+        parts = [*self.versions, *(point for v in self.versions for point in v.sweep)]
+        return [path for part in parts for path in [*part.runs, *part.inputs.paths()]]
 
     @model_validator(mode="after")
     def _unique_versions(self) -> ReportConfig:
