@@ -7,7 +7,8 @@ and ``<out>/index.html`` (relative redirect to the latest version). Several repo
 ``<src>/<report-id>/<version>/{docs/,mkdocs.yml}``.
 
 Everything is built next to ``out``/``src`` and swapped in at the end (generator.output_dirs: only
-directories an earlier build wrote are replaced), so a failed build leaves the previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
+directories an earlier build wrote are replaced), so a failed build leaves the previous site
+untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
 """
 from __future__ import annotations
 
