@@ -12,12 +12,12 @@ import ncu_report
 import pandas as pd
 import pytest
 
-from generator.analyses.join import base_name
-from generator.analyses.regression import IMPROVEMENT, REGRESSION, UNCHANGED, match_kernels
-from generator.readers import read
+from generator.analyses.kernel_match import base_name, match_kernels
+from generator.analyses.regression import IMPROVEMENT, REGRESSION, UNCHANGED
 from generator.analyses.version import AnalysisSettings, analyze_version
-from generator.render.data_files import write_version_data
 from generator.cli import main
+from generator.readers import read
+from generator.render.data_files import write_version_data
 from tests.test_version import h200_inputs
 
 H200 = Path(__file__).parent / "data" / "h200-small"

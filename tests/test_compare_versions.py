@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from test_version import h200_inputs
 
 from generator.analyses.compare_versions import change, compare_versions
 from generator.analyses.version import AnalysisSettings, analyze_version
-from test_version import h200_inputs
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from generator.analyses.join import attach_stage_time, coverage
-from generator.analyses.kernel_identity import candidates, identity
-from generator.analyses.regression import match_kernels
+from generator.analyses.kernel_identity import identity
+from generator.analyses.kernel_match import candidates, match_kernels
 from generator.pipeline.inputs import InputCache, load_manifest, manifest_stages, measured_union
 
 ROOT = Path(__file__).parent.parent
@@ -40,8 +40,10 @@ def _plain(path: Path, tmp: Path) -> Path:
 
 
 def _csv_rows(path: Path) -> list[list[str]]:
-    text = lzma.open(path, "rt").read() if path.suffix == ".xz" else path.read_text()
-    return list(csv.reader(io.StringIO(text)))
+    if path.suffix == ".xz":
+        with lzma.open(path, "rt") as fh:
+            return list(csv.reader(io.StringIO(fh.read())))
+    return list(csv.reader(io.StringIO(path.read_text())))
 
 
 @pytest.mark.parametrize("path", SQLITES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -1,6 +1,6 @@
 """What changed from the previous report version to this one.
 
-Kernels are paired across versions by kernel identity (regression.match_kernels: name, then equal
+Kernels are paired across versions by kernel identity (kernel_match.match_kernels: name, then equal
 identity, then a unique agreeing identity), so one kernel spelled differently by two captures is one
 kernel. "Newly classified" is a paired kernel whose class went from unknown to known; "newly
 profiled" a kernel with no partner in the previous version. Relative changes are
@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.classify import UNKNOWN
-from generator.analyses.regression import match_kernels
+from generator.analyses.kernel_match import match_kernels
 from generator.analyses.result import VersionResult
 
 

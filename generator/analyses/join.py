@@ -1,24 +1,19 @@
 """The nsys ↔ ncu join: which nsys kernel (and its share of stage time) each ncu launch is.
 
 nsys gives full demangled names; ncu gives demangled, simplified, function or mangled names. Names
-match by kernel identity (generator.analyses.kernel_identity); a launch whose identity agrees with
-several nsys kernels (a base name shared by several instantiations) is marked ``ambiguous`` and left
-unjoined — the pages say so.
+match by kernel identity (generator.analyses.kernel_match.candidates); a launch whose identity agrees
+with several nsys kernels (a base name shared by several instantiations) is marked ``ambiguous`` and
+left unjoined — the pages say so.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from generator.analyses.kernel_identity import candidates, identity
+from generator.analyses.kernel_match import candidates
 from generator.model import ALL_STAGES
 
 JOIN_COLUMNS = ["summary_stage", "summary_name", "stage_time_pct", "total_ns", "count", "ambiguous"]
-
-
-def base_name(name: str) -> str:
-    """The function name without return type, scopes, template arguments or parameters."""
-    return identity(name).function
 
 
 def _stage_of(stage: object, stages: set[str]) -> str:

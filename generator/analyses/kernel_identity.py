@@ -10,7 +10,6 @@ ncu's simplified names drop the namespaces that tell it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -69,12 +68,3 @@ def identity(name: str) -> KernelIdentity:
     if not parsed.template_args and not parsed.truncated:
         return KernelIdentity(parsed.base, None, False, library)
     return KernelIdentity(parsed.base, canonical(",".join(parsed.template_args)), parsed.truncated, library)
-
-
-def candidates(name: str, names: Iterable[str]) -> list[str]:
-    """The ``names`` whose identity agrees with ``name``'s: exact keys first; only when none is
-    exactly equal, the ones that agree (a base name or a cut-off name)."""
-    own = identity(name)
-    agreeing = [n for n in names if own.agrees(identity(n))]
-    exact = [n for n in agreeing if identity(n) == own]
-    return exact or agreeing

@@ -1,36 +1,27 @@
 """The regression gate: pair kernels of a baseline and a current profile and judge each kernel.
 
 A kernel table has one row per kernel: ``name`` and metrics in display units (WATCHABLE keys).
-Kernels pair by raw name, then by equal kernel identity (generator.analyses.kernel_identity), then
-by agreeing identity (a base name or cut-off name on one side) where exactly one kernel of each side
-fits; different template instantiations never pair. The kernel's duration decides: slower beyond
-the threshold (relative, % of the baseline) is a regression, faster an improvement. Throughput,
-occupancy and hit rates are context (status ``context``): a kernel that got faster while its
-throughput % dropped did not regress.
+Kernels pair as generator.analyses.kernel_match.match_kernels says (raw name, then equal kernel
+identity, then a unique agreeing identity; different template instantiations never pair). The
+kernel's duration decides: slower beyond the threshold (relative, % of the baseline) is a
+regression, faster an improvement. Throughput, occupancy and hit rates are context (status
+``context``): a kernel that got faster while its throughput % dropped did not regress.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from generator.analyses.kernel_identity import identity
+from generator.analyses.kernel_match import match_kernels
+from generator.metric_table import DISPLAY_METRICS, LOWER
 
-LOWER, HIGHER = "lower", "higher"
-#: Metric → which direction is better. Time up is worse; throughput, occupancy and cache hit
-#: rates down are worse.
-WATCHABLE: dict[str, str] = {
-    "duration_us": LOWER,
-    "sm_throughput_pct": HIGHER,
-    "memory_throughput_pct": HIGHER,
-    "dram_throughput_pct": HIGHER,
-    "achieved_occupancy_pct": HIGHER,
-    "l1_hit_rate_pct": HIGHER,
-    "l2_hit_rate_pct": HIGHER,
-}
+#: DisplayMetric key → which direction is better, for every metric the registry gives one (time up
+#: is worse; throughput, occupancy and cache hit rates down are worse).
+WATCHABLE: dict[str, str] = {m.key: m.better for m in DISPLAY_METRICS if m.better}
 DEFAULT_METRICS: tuple[str, ...] = ("duration_us", "sm_throughput_pct", "memory_throughput_pct",
                                     "achieved_occupancy_pct")
 DEFAULT_THRESHOLD_PCT = 5.0
@@ -55,10 +46,6 @@ class Comparison:
     def regressions(self) -> pd.DataFrame:
         return self.rows[self.rows["status"] == REGRESSION]
 
-    @property
-    def improvements(self) -> pd.DataFrame:
-        return self.rows[self.rows["status"] == IMPROVEMENT]
-
     def failed(self) -> bool:
         return bool(len(self.regressions))
 
@@ -75,38 +62,6 @@ class Comparison:
             "failed": self.failed(),
             "rows": self.rows.to_dict("records"),
         }
-
-
-def _unique_keys(names: Iterable[str], key: Callable[[str], str]) -> dict[str, str]:
-    """key → name for the keys exactly one of ``names`` has."""
-    found: dict[str, list[str]] = {}
-    for name in names:
-        found.setdefault(key(name), []).append(name)
-    return {k: v[0] for k, v in found.items() if len(v) == 1}
-
-
-def _identity_key(name: str) -> str:
-    return identity(name).key
-
-
-def match_kernels(baseline: Iterable[str], current: Iterable[str]) -> list[tuple[str, str, str]]:
-    """(baseline name, current name, how) pairs: "name", then "identity", then "agreeing identity"
-    (only where exactly one kernel of each side agrees)."""
-    left, right = list(dict.fromkeys(baseline)), list(dict.fromkeys(current))
-    pairs = [(n, n, "name") for n in left if n in set(right)]
-    matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
-    a = _unique_keys((n for n in left if n not in matched_left), _identity_key)
-    b = _unique_keys((n for n in right if n not in matched_right), _identity_key)
-    pairs += [(a[k], b[k], "identity") for k in a if k in b]
-    matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
-    rest_left = [n for n in left if n not in matched_left]
-    rest_right = [n for n in right if n not in matched_right]
-    for name in rest_left:
-        fits = [r for r in rest_right if identity(name).agrees(identity(r))]
-        back = [n for n in rest_left if fits and identity(n).agrees(identity(fits[0]))]
-        if len(fits) == 1 and back == [name]:
-            pairs.append((name, fits[0], "agreeing identity"))
-    return pairs
 
 
 def _status(metric: str, rel_pct: float, threshold_pct: float) -> str:

@@ -18,9 +18,10 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from generator.analyses.naming import name_kernels
 from generator.analyses.regression import (
-    DEFAULT_METRICS,
     CONTEXT,
+    DEFAULT_METRICS,
     DEFAULT_THRESHOLD_PCT,
     IMPROVEMENT,
     REGRESSION,
@@ -28,9 +29,10 @@ from generator.analyses.regression import (
     Comparison,
     compare,
 )
-from generator.analyses.naming import name_kernels
 from generator.errors import InputError
-from generator.render.data_files import json_safe
+from generator.metric_table import DISPLAY
+from generator.render.data_files import NCU_METRICS_CSV, json_safe
+from generator.run_layout import MANIFEST
 
 HELP = "compare kernels of two runs/versions/files; exit 1 when one got slower beyond the threshold"
 #: summary.json: the one "kernel" its overall means describe
@@ -84,9 +86,9 @@ def kernel_table(path: Path) -> pd.DataFrame:
     """One row per kernel: ``name``, ``friendly_name`` (the input's, else derived from the name) and the
     WATCHABLE metrics the input has."""
     if path.is_dir():
-        if (path / "manifest.json").is_file():
+        if (path / MANIFEST).is_file():
             return _from_run(path)
-        for csv in (path / "data" / "ncu_metrics.csv", path / "ncu_metrics.csv"):
+        for csv in (path / NCU_METRICS_CSV, path / Path(NCU_METRICS_CSV).name):
             if csv.is_file():
                 return _from_csv(csv)
         raise InputError(path, "neither a capture run directory (manifest.json) nor a version's data "
@@ -101,11 +103,10 @@ def kernel_table(path: Path) -> pd.DataFrame:
 def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
     """Canonical per-launch or per-kernel metrics → one row per name, display units (mean per name)."""
     table = pd.DataFrame({"name": metrics["name"]})
-    for metric in WATCHABLE:
-        source = "duration_ns" if metric == "duration_us" else metric
-        scale = 1e-3 if metric == "duration_us" else 1.0
-        if source in metrics:
-            table[metric] = pd.to_numeric(metrics[source]) * scale
+    for key in WATCHABLE:
+        metric = DISPLAY[key]
+        if metric.source in metrics:
+            table[key] = pd.to_numeric(metrics[metric.source]) * metric.scale
     table = table.dropna(subset=["name"]).groupby("name", sort=True).mean().reset_index()
     if "friendly_name" in metrics:
         table["friendly_name"] = table["name"].map(metrics.drop_duplicates("name").set_index("name")["friendly_name"])
@@ -122,7 +123,7 @@ def _from_run(run: Path) -> pd.DataFrame:
 
     with InputCache() as cache:
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
-                                run / "manifest.json", 0)
+                                run / MANIFEST, 0)
     return _per_kernel(analyze_version(run.name, inputs, AnalysisSettings()).ncu_metrics)
 
 
