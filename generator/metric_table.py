@@ -57,7 +57,8 @@ SOL = "GPU Speed Of Light Throughput"
 MWA = "Memory Workload Analysis"
 OCC = "Occupancy"
 LAUNCH = "Launch Statistics"
-_PEAK = ".sum.peak_sustained_elapsed.per_second"
+_PEAK_ELAPSED = "_elapsed.per_second"
+_PEAK = ".sum.peak_sustained" + _PEAK_ELAPSED
 _INST = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
 _PER_CYCLE = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
 _DURATION = "gpu__time_duration.sum"
@@ -74,6 +75,11 @@ def _flop(fma: str, add: str, mul: str, weights: tuple[float, float, float]) -> 
         Formula(rates, ("smsp__cycles_elapsed.avg",)),
         Formula(rates, ("smsp__cycles_elapsed.avg.per_second", _DURATION), 1e-9),
     )
+
+
+def _per_cycle(fma: str, flop_per_inst: float) -> tuple[Formula, ...]:
+    """Peak FLOP per SM cycle of one precision, all SMs together (the device's constant)."""
+    return (Formula(((flop_per_inst, f"sm__sass_thread_inst_executed_op_{fma}_pred_on.sum.peak_sustained"),)),)
 
 
 def _peak(fma: str, flop_per_inst: float) -> tuple[Formula, ...]:
@@ -124,6 +130,14 @@ CANONICAL_METRICS: tuple[CanonicalMetric, ...] = (
     CanonicalMetric("peak_fp16_flop_per_s", "FLOP/s", ncu_formulas=_peak("hfma", 4)),
     # Filled by resolve() from TENSOR_DATAPATHS.
     CanonicalMetric("peak_tensor_flop_per_s", "FLOP/s"),
+    # Per cycle: what the device does per clock, the same for every launch; the report's roofs are
+    # these × the stated clock (generator.analyses.roofline), never a launch's measured clock.
+    CanonicalMetric("peak_fp32_flop_per_cycle", "FLOP/cycle", ncu_formulas=_per_cycle("ffma", 2)),
+    CanonicalMetric("peak_fp64_flop_per_cycle", "FLOP/cycle", ncu_formulas=_per_cycle("dfma", 2)),
+    CanonicalMetric("peak_fp16_flop_per_cycle", "FLOP/cycle", ncu_formulas=_per_cycle("hfma", 4)),
+    # Filled by resolve() from TENSOR_DATAPATHS.
+    CanonicalMetric("peak_tensor_flop_per_cycle", "FLOP/cycle"),
+    CanonicalMetric("peak_dram_bytes_per_cycle", "byte/cycle", ("dram__bytes.sum.peak_sustained",)),
     CanonicalMetric("peak_dram_bytes_per_s", "byte/s",
                     ncu_formulas=(Formula(((1, "dram__bytes.sum.peak_sustained"),),
                                           ("dram__cycles_elapsed.avg.per_second",)),)),
@@ -164,6 +178,14 @@ TENSOR_DATAPATHS: tuple[TensorDatapath, ...] = (
 #: Text column of kernel_metrics next to the canonical metrics: the datapaths of the tensor work,
 #: largest first ("bf16→fp32", "fp16+tf32→fp32"), None when the launch did none or it is unknown.
 TENSOR_DATAPATH_COLUMN = "tensor_datapath"
+
+#: Text column of kernel_metrics: the message of ncu's own Speed-of-Light bottleneck rule
+#: (``SOLBottleneck``) for the launch, as the report or details CSV stores it; None when absent.
+NCU_BOTTLENECK_COLUMN = "ncu_bottleneck"
+#: the rule's identifier in reports and details CSVs
+NCU_BOTTLENECK_RULE = "SOLBottleneck"
+#: text columns the ncu readers add after the canonical metrics
+TEXT_COLUMNS: list[str] = [TENSOR_DATAPATH_COLUMN, NCU_BOTTLENECK_COLUMN]
 
 METRICS_BY_NAME: dict[str, CanonicalMetric] = {m.name: m for m in CANONICAL_METRICS}
 CANONICAL_METRIC_NAMES: list[str] = [m.name for m in CANONICAL_METRICS]
@@ -220,8 +242,8 @@ def resolve(raw: RawLookup, detail: DetailLookup | None = None) -> dict[str, flo
     out: dict[str, float | str | None] = {}
     for metric in CANONICAL_METRICS:
         out[metric.name] = _one(metric, raw, detail)
-    flop, peak, label = _tensor(raw)
-    out["flop_tensor"], out["peak_tensor_flop_per_s"] = flop, peak
+    flop, peak, per_cycle, label = _tensor(raw)
+    out["flop_tensor"], out["peak_tensor_flop_per_s"], out["peak_tensor_flop_per_cycle"] = flop, peak, per_cycle
     out[TENSOR_DATAPATH_COLUMN] = label
     return out
 
@@ -268,8 +290,8 @@ def _one(metric: CanonicalMetric, raw: RawLookup, detail: DetailLookup | None) -
     return math.nan
 
 
-def _tensor(raw: RawLookup) -> tuple[float, float, str | None]:
-    """(tensor FLOP, dense peak FLOP/s, datapath label) of one launch.
+def _tensor(raw: RawLookup) -> tuple[float, float, float, str | None]:
+    """(tensor FLOP, dense peak FLOP/s, dense peak FLOP per cycle, datapath label) of one launch.
 
     Without tensor work the peak is the first datapath's (bf16→fp32) dense peak: the tensor roof
     of the device the launch ran on.
@@ -280,10 +302,12 @@ def _tensor(raw: RawLookup) -> tuple[float, float, str | None]:
         if ops is not None and not math.isnan(ops):
             work.append((ops, path))
     if not work:
-        return math.nan, math.nan, None
+        return math.nan, math.nan, math.nan, None
     busy = sorted((w for w in work if w[0] > 0), key=lambda w: -w[0])
     label = "+".join(path.label for _, path in busy) or None
     peak_path = busy[0][1] if busy else TENSOR_DATAPATHS[0]
     peak = next((v for name in peak_path.dense_peaks
                  if (v := _normalized(raw, name)) is not None), math.nan)
-    return sum(ops for ops, _ in work), peak, label
+    per_cycle = next((v for name in peak_path.dense_peaks
+                      if (v := _normalized(raw, name.removesuffix(_PEAK_ELAPSED))) is not None), math.nan)
+    return sum(ops for ops, _ in work), peak, per_cycle, label

@@ -27,6 +27,7 @@ _ACCEPTS = {
     "%": {"%"},
     "byte": {"byte", "byte/block"},
     "byte/s": {"byte/s"},
+    "byte/cycle": {"byte/cycle"},
     "Hz": {"Hz"},
     "FLOP": {"", "inst", "thread", "flop", "op"},
     "FLOP/s": {"flop/s", "op/s", "inst/s", "/s"},

@@ -2,8 +2,9 @@
 
 Kernels are paired across versions by kernel identity (kernel_match.match_kernels: name, then equal
 identity, then a unique agreeing identity), so one kernel spelled differently by two captures is one
-kernel. "Newly classified" is a paired kernel whose class went from unknown to known; "newly
-profiled" a kernel with no partner in the previous version. Relative changes are
+kernel, and compared stage by stage (a profiled kernel is one kernel in one stage). "Newly
+classified" is a paired kernel whose class in a stage went from unknown to known; "newly profiled" a
+kernel with no partner profiled in that stage of the previous version. Relative changes are
 (current − previous) / previous × 100, None when either side is unknown or previous is 0.
 """
 from __future__ import annotations
@@ -28,9 +29,10 @@ def change(previous: float | None, current: float | None) -> dict[str, float | N
     }
 
 
-def _classes(result: VersionResult) -> dict[str, str]:
+def _classes(result: VersionResult) -> dict[tuple[str, str], str]:
+    """(stage, name) → class: a kernel's class in each stage it was profiled in."""
     frame = result.ncu_metrics
-    return dict(zip(frame["name"], frame["class"])) if len(frame) else {}
+    return dict(zip(zip(frame["stage"], frame["name"]), frame["class"])) if len(frame) else {}
 
 
 def _friendly(result: VersionResult) -> dict[str, str]:
@@ -55,14 +57,18 @@ def compare_versions(previous: VersionResult, current: VersionResult) -> dict[st
     """Coverage, newly profiled / newly classified kernels, class changes, mean changes, longest kernel."""
     prev_cls, cur_cls = _classes(previous), _classes(current)
     friendly = {**_friendly(previous), **_friendly(current)}
-    partner = {cur: prev for prev, cur, _ in match_kernels(prev_cls, cur_cls)}
-    newly_profiled = [n for n in cur_cls if n not in partner]
-    newly_classified = [n for n, c in cur_cls.items()
-                        if n in partner and c != UNKNOWN and prev_cls[partner[n]] == UNKNOWN]
+    partner_name = {cur: prev for prev, cur, _ in
+                    match_kernels([n for _, n in prev_cls], [n for _, n in cur_cls])}
+    partner = {key: (key[0], partner_name[key[1]]) for key in cur_cls
+               if key[1] in partner_name and (key[0], partner_name[key[1]]) in prev_cls}
+    newly_profiled = [key for key in cur_cls if key not in partner]
+    newly_classified = [key for key, c in cur_cls.items()
+                        if key in partner and c != UNKNOWN and prev_cls[partner[key]] == UNKNOWN]
     class_changes = [
-        {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls[partner[n]], "current": c}
-        for n, c in cur_cls.items()
-        if n in partner and prev_cls[partner[n]] != c
+        {"name": key[1], "stage": key[0], "friendly_name": friendly.get(key[1]),
+         "previous": prev_cls[partner[key]], "current": c}
+        for key, c in cur_cls.items()
+        if key in partner and prev_cls[partner[key]] != c
     ]
     prev_c, cur_c = previous.classification, current.classification
     classes = sorted(set(prev_c["class_means"]) | set(cur_c["class_means"]))
@@ -75,10 +81,11 @@ def compare_versions(previous: VersionResult, current: VersionResult) -> dict[st
             "profiled": change(previous.coverage.get("profiled"), current.coverage.get("profiled")),
         },
         "kernels_profiled": change(len(prev_cls), len(cur_cls)),
-        "newly_profiled": [{"name": n, "friendly_name": friendly.get(n)} for n in newly_profiled],
+        "newly_profiled": [{"name": n, "stage": s, "friendly_name": friendly.get(n)} for s, n in newly_profiled],
         "newly_classified": [
-            {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls[partner[n]], "current": cur_cls[n]}
-            for n in newly_classified
+            {"name": key[1], "stage": key[0], "friendly_name": friendly.get(key[1]),
+             "previous": prev_cls[partner[key]], "current": cur_cls[key]}
+            for key in newly_classified
         ],
         "class_changes": class_changes,
         "counts": {c: change(prev_c["counts"].get(c, 0), cur_c["counts"].get(c, 0))

@@ -59,6 +59,9 @@ class VersionResult:
     coverage: dict[str, Any]  # {"top_n", "profiled", "missing": [names]}
     #: {"rule", "params", "counts", "percent", "class_means", "overall_means"} (classify.class_stats)
     classification: dict[str, Any]
+    #: per profiled launch, the rule's class vs ncu's own verdict (classify.ncu_agreement; the
+    #: disagreements table gains ``friendly_name``)
+    ncu_agreement: dict[str, Any]
     top_by_duration: pd.DataFrame
     #: histograms.HISTOGRAMS key → per-kernel values (name, friendly_name, class, value in display unit)
     histograms: dict[str, pd.DataFrame]
@@ -83,5 +86,7 @@ class VersionResult:
                 "percent": self.classification["percent"],
             },
             "overall_means": self.classification["overall_means"],
+            "ncu_agreement": {k: self.ncu_agreement[k] for k in
+                              ("rule", "compared", "agree", "pct", "units_compared", "units_agree")},
             "class_means": self.classification["class_means"],
         }

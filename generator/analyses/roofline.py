@@ -1,9 +1,13 @@
 """Roofline: device peaks, each kernel's arithmetic intensity, and the chart datasets.
 
-Peaks, in order of precedence: ``report.yaml`` overrides (``settings.peaks``), else the median of
-the ncu peak columns over the profiled launches (ncu reports them per launch at the clocks it
-saw), else the DRAM bandwidth the device description carries. A peak nobody states stays None and
-every point that needs it is "unknown" rather than drawn against a guessed roof.
+Peaks are physical: one roof per datapath for the GPU, never a statistic of per-launch peaks (ncu
+scales those by the clock each launch happened to run at, so short launches at a boosted clock would
+lift the roof). In order of precedence: ``report.yaml`` overrides (``settings.peaks``); else ncu's
+per-cycle peak of the datapath (a device constant: FLOP per SM cycle over all SMs) × the stated SM
+clock — the device's maximum boost clock (``device__attribute_clock_rate``) unless the capture
+locked clocks, then the clock it locked them to; DRAM: ncu's bytes per DRAM cycle × the device's
+memory clock, else the bandwidth the device description carries. A peak nobody states stays None
+and every point that needs it is "unknown" rather than drawn against a guessed roof.
 
 FLOP are counted per datapath (canonical ``flop_tensor``, ``flop_fp32``, ``flop_fp16``,
 ``flop_fp64``); tensor-core FLOP are compared with the dense tensor peak, not the FP32 one.
@@ -18,13 +22,14 @@ import pandas as pd
 
 from generator.model import GpuInfo
 
-#: datapath → (FLOP column, ncu peak column)
-DATAPATHS: dict[str, tuple[str, str | None]] = {
-    "tensor": ("flop_tensor", "peak_tensor_flop_per_s"),
-    "fp32": ("flop_fp32", "peak_fp32_flop_per_s"),
-    "fp16": ("flop_fp16", "peak_fp16_flop_per_s"),
-    "fp64": ("flop_fp64", "peak_fp64_flop_per_s"),
+#: datapath → (FLOP column, ncu per-cycle peak column)
+DATAPATHS: dict[str, tuple[str, str]] = {
+    "tensor": ("flop_tensor", "peak_tensor_flop_per_cycle"),
+    "fp32": ("flop_fp32", "peak_fp32_flop_per_cycle"),
+    "fp16": ("flop_fp16", "peak_fp16_flop_per_cycle"),
+    "fp64": ("flop_fp64", "peak_fp64_flop_per_cycle"),
 }
+MAX_BOOST, LOCKED = "max_boost", "locked"
 
 
 @dataclass
@@ -34,6 +39,8 @@ class Peaks:
     dram_bytes_per_s: float | None = None
     flop_per_s: dict[str, float] = field(default_factory=dict)  # datapath → FLOP/s
     source: dict[str, str] = field(default_factory=dict)  # "dram" | datapath → "settings"|"ncu"|"device"
+    sm_clock_hz: float | None = None  # the clock the FLOP roofs are stated at
+    clock: str | None = None  # MAX_BOOST or LOCKED
 
     def ridge(self, datapath: str) -> float | None:
         """FLOP per DRAM byte where the datapath's compute roof meets the bandwidth roof."""
@@ -43,12 +50,14 @@ class Peaks:
         return peak / self.dram_bytes_per_s
 
 
-def _median(metrics: pd.DataFrame, column: str | None) -> float | None:
-    if column is None or column not in metrics:
+def _device_constant(metrics: pd.DataFrame, column: str) -> float | None:
+    """The value of a per-cycle peak column (the same for every launch on one GPU; the most common
+    value where launches ran on different GPUs)."""
+    if column not in metrics:
         return None
     values = pd.to_numeric(metrics[column], errors="coerce").dropna()
     values = values[values > 0]
-    return float(values.median()) if len(values) else None
+    return float(values.mode().max()) if len(values) else None
 
 
 def _override_datapath(key: str) -> str | None:
@@ -59,17 +68,25 @@ def _override_datapath(key: str) -> str | None:
     return key if key in DATAPATHS else None
 
 
-def device_peaks(metrics: pd.DataFrame, gpus: list[GpuInfo], overrides: dict[str, Any]) -> Peaks:
-    """Peaks from settings overrides, else ncu peak columns (median), else the device info."""
+def device_peaks(metrics: pd.DataFrame, gpus: list[GpuInfo], overrides: dict[str, Any],
+                 locked_clock_hz: float | None = None) -> Peaks:
+    """Physical peaks (module docstring): settings overrides, else per-cycle peaks × the stated SM
+    clock — ``locked_clock_hz`` when the capture locked clocks, else the device's max boost clock."""
+    gpu = next((g for g in gpus if g.sm_clock_hz), None)
     peaks = Peaks()
+    if locked_clock_hz:
+        peaks.sm_clock_hz, peaks.clock = float(locked_clock_hz), LOCKED
+    elif gpu is not None:
+        peaks.sm_clock_hz, peaks.clock = gpu.sm_clock_hz, MAX_BOOST
     for datapath, (_, column) in DATAPATHS.items():
-        value = _median(metrics, column)
-        if value is not None:
-            peaks.flop_per_s[datapath] = value
+        per_cycle = _device_constant(metrics, column)
+        if per_cycle is not None and peaks.sm_clock_hz:
+            peaks.flop_per_s[datapath] = per_cycle * peaks.sm_clock_hz
             peaks.source[datapath] = "ncu"
-    dram = _median(metrics, "peak_dram_bytes_per_s")
-    if dram is not None:
-        peaks.dram_bytes_per_s, peaks.source["dram"] = dram, "ncu"
+    dram_per_cycle = _device_constant(metrics, "peak_dram_bytes_per_cycle")
+    memory_clock = next((g.memory_clock_hz for g in gpus if g.memory_clock_hz), None)
+    if dram_per_cycle is not None and memory_clock:
+        peaks.dram_bytes_per_s, peaks.source["dram"] = dram_per_cycle * memory_clock, "ncu"
     else:
         known = [g.memory_bandwidth_bytes_per_s for g in gpus if g.memory_bandwidth_bytes_per_s]
         if known:
@@ -112,6 +129,27 @@ def kernel_intensity(row: pd.Series | dict[str, Any], peaks: Peaks) -> dict[str,
         "flop": total,
         "arithmetic_intensity": total / dram,
         "ridge": peaks.ridge(datapath) if datapath else None,
+    }
+
+
+def roof_position(row: pd.Series | dict[str, Any], peaks: Peaks) -> dict[str, Any]:
+    """Where a kernel sits under its roof: ``arithmetic_intensity`` (FLOP per DRAM byte), the
+    dominant ``datapath``, ``achieved_flop_per_s`` (its FLOP / mean duration), ``attainable_flop_per_s``
+    (min(datapath peak, intensity × DRAM peak)) and ``roof_pct`` (achieved / attainable × 100);
+    NaN/None where a number is missing."""
+    point = kernel_intensity(row, peaks)
+    duration = as_float(row.get("duration_ns"))
+    peak = peaks.flop_per_s.get(point["datapath"]) if point["datapath"] else None
+    ai = point["arithmetic_intensity"]
+    achieved = point["flop"] / (duration * 1e-9) if duration > 0 else math.nan
+    attainable = (min(peak, ai * peaks.dram_bytes_per_s) if peak and peaks.dram_bytes_per_s
+                  and not math.isnan(ai) else math.nan)
+    return {
+        "datapath": point["datapath"],
+        "arithmetic_intensity": ai,
+        "achieved_flop_per_s": achieved,
+        "attainable_flop_per_s": attainable,
+        "roof_pct": achieved / attainable * 100.0 if attainable > 0 else math.nan,
     }
 
 
@@ -158,6 +196,8 @@ def roofs(peaks: Peaks) -> dict[str, Any]:
         "ceilings": dict(sorted(peaks.flop_per_s.items())),
         "ridges": {dp: peaks.ridge(dp) for dp in sorted(peaks.flop_per_s)},
         "source": dict(sorted(peaks.source.items())),
+        "sm_clock_hz": peaks.sm_clock_hz,
+        "clock": peaks.clock,
     }
 
 

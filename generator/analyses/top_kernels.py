@@ -5,36 +5,52 @@ import pandas as pd
 
 from generator.analyses.naming import KernelName
 from generator.languages import LANGS
+from generator.model import ALL_STAGES, STAT_COLUMNS
 
 TOP_KERNEL_COLUMNS = [
     "rank", "name", "friendly_name", "library", "category", *(f"description_{lang}" for lang in LANGS),
-    "count", "total_ns", "avg_ns", "time_pct",
+    *STAT_COLUMNS, "time_pct", "profiled",
 ]
 
 
-def top_kernels(summary: pd.DataFrame, stage: str, n: int, names: dict[str, KernelName]) -> pd.DataFrame:
+def _profiled(kernels: pd.DataFrame | None, name: str, stage: str) -> list[dict]:
+    """[{"stage", "class", "sm_throughput_pct", "memory_throughput_pct", "launches"}] of ``name``
+    measured in ``stage`` (every stage it was profiled in for ALL_STAGES); [] = not profiled there."""
+    if kernels is None or not len(kernels):
+        return []
+    rows = kernels[kernels["name"] == name]
+    if stage != ALL_STAGES:
+        rows = rows[rows["stage"] == stage]
+    return rows.reindex(columns=["stage", "class", "sm_throughput_pct", "memory_throughput_pct",
+                                 "launches"]).to_dict("records")
+
+
+def top_kernels(summary: pd.DataFrame, stage: str, n: int, names: dict[str, KernelName],
+                kernels: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ``n`` kernels of ``stage`` with the most total time (ties by name), ranked from 1.
 
-    ``time_pct`` is the summary's own share of the stage's kernel time. ``names`` (from
-    :func:`name_kernels` over the summary's names) must name every kernel listed.
+    The seven duration statistics and ``time_pct`` (share of the stage's kernel time) are the
+    summary's own. ``names`` (from :func:`name_kernels` over the summary's names) must name every
+    kernel listed. ``profiled`` lists the stage-true classification of the kernel from ``kernels``
+    (classified profiled kernels, one row per kernel and stage): only rows measured in this stage,
+    or in any stage for ALL_STAGES — an empty list means "not profiled in this stage".
     """
     rows = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True]).head(n)
     missing = [name for name in rows["name"] if name not in names]
     if missing:
         raise ValueError(f"top_kernels: {len(missing)} kernel(s) not in names, e.g. {missing[0][:80]!r}")
-    kernels = [names[name] for name in rows["name"]]
+    named = [names[name] for name in rows["name"]]
     return pd.DataFrame(
         {
             "rank": range(1, len(rows) + 1),
             "name": rows["name"].to_list(),
-            "friendly_name": [k.friendly_name for k in kernels],
-            "library": [k.source_lib for k in kernels],
-            "category": [k.category for k in kernels],
-            **{f"description_{lang}": [k.description[lang] for k in kernels] for lang in LANGS},
-            "count": rows["count"].to_list(),
-            "total_ns": rows["total_ns"].to_list(),
-            "avg_ns": rows["avg_ns"].to_list(),
+            "friendly_name": [k.friendly_name for k in named],
+            "library": [k.source_lib for k in named],
+            "category": [k.category for k in named],
+            **{f"description_{lang}": [k.description[lang] for k in named] for lang in LANGS},
+            **{column: rows[column].to_list() for column in STAT_COLUMNS},
             "time_pct": rows["time_pct"].to_list(),
+            "profiled": [_profiled(kernels, name, stage) for name in rows["name"]],
         },
         columns=TOP_KERNEL_COLUMNS,
     )

@@ -7,7 +7,14 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from generator.analyses.classify import class_stats, classify, method_params, profiled_kernels
+from generator.analyses.classify import (
+    DEFAULT_RULE,
+    class_stats,
+    classify,
+    method_params,
+    ncu_agreement,
+    profiled_kernels,
+)
 from generator.analyses.compare_versions import compare_versions
 from generator.analyses.durations import top_by_duration
 from generator.analyses.findings import find
@@ -25,7 +32,7 @@ TOP_BY_DURATION_N = 10
 @dataclass
 class AnalysisSettings:
     top_n: int = 20
-    rule: str = "roofline"  # "roofline" | "sol" | "sm_dram_margin"
+    rule: str = DEFAULT_RULE  # "sol" | "roofline" | "sm_dram_margin"
     margin: float = 5.0  # sm_dram_margin only
     #: report.yaml overrides: {"peak_dram_gbps": 4800, "peak_tflops": {"bf16_tensor": 989, "fp32": 67}}
     peaks: dict[str, Any] = field(default_factory=dict)
@@ -49,6 +56,15 @@ def names_by_time(summary: pd.DataFrame, joined: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys([*ranked["name"].dropna(), *unjoined.dropna()]))
 
 
+def locked_sm_clock(manifest: dict | None, metrics: pd.DataFrame) -> float | None:
+    """The SM clock a capture locked for profiling (its ncu command ran with ``--clock-control
+    base``): the median SM frequency its launches measured; None when clocks were not locked."""
+    commands = [c for phase in (manifest or {}).get("phases", []) for c in phase.get("commands", [])]
+    locked = any(a == "--clock-control" and b == "base" for argv in commands for a, b in zip(argv, argv[1:]))
+    frequency = pd.to_numeric(metrics.get("sm_frequency_hz"), errors="coerce") if locked else None
+    return float(frequency.median()) if frequency is not None and frequency.notna().any() else None
+
+
 def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSettings,
                     previous: VersionResult | None = None) -> VersionResult:
     """Every table, dataset and finding of one report version (compared with ``previous``)."""
@@ -56,11 +72,14 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
     metrics = attach_stage_time(inputs.kernel_metrics, summary)
     names = name_kernels(names_by_time(summary, metrics))
     stages = stages_in_order(summary)
-    tops = {stage: top_kernels(summary, stage, settings.top_n, names) for stage in stages}
-    peaks = device_peaks(metrics, inputs.gpus, settings.peaks)
+    peaks = device_peaks(metrics, inputs.gpus, settings.peaks, locked_sm_clock(inputs.manifest, metrics))
     kernels = classify(profiled_kernels(metrics, names), settings.rule,
                        margin=settings.margin, peaks=peaks)
+    agreement = ncu_agreement(metrics, settings.rule, margin=settings.margin, peaks=peaks)
+    agreement["disagreements"]["friendly_name"] = [
+        names[n].friendly_name if n in names else n for n in agreement["disagreements"]["name"]]
     classification = class_stats(kernels, settings.rule, method_params(settings.rule, settings.margin, peaks))
+    tops = {stage: top_kernels(summary, stage, settings.top_n, names, kernels) for stage in stages}
     shown = dict.fromkeys([*(n for top in tops.values() for n in top["name"]), *kernels["name"]])
     yaml_text = kernels_yaml(names[n] for n in shown)
     result = VersionResult(
@@ -72,6 +91,7 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         ncu_metrics=kernels,
         coverage=coverage(summary, metrics, settings.top_n),
         classification=classification,
+        ncu_agreement=agreement,
         top_by_duration=top_by_duration(kernels, TOP_BY_DURATION_N),
         histograms=histogram_datasets(kernels),
         roofline=roofline_datasets(kernels, peaks),

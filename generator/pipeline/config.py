@@ -147,7 +147,7 @@ class GpuPeaks(_Strict):
 
 
 class Classification(_Strict):
-    rule: Literal["roofline", "sol", "sm_dram_margin"] = "roofline"
+    rule: Literal["sol", "roofline", "sm_dram_margin"] = "sol"
     margin: float = Field(default=5.0, ge=0)
 
 

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from generator.errors import InputError
-from generator.metric_table import resolve
+from generator.metric_table import NCU_BOTTLENECK_COLUMN, NCU_BOTTLENECK_RULE, resolve
 from generator.model import Dataset, GpuInfo, Provenance
 from generator.readers.ncu_rep import device_info, kernel_metrics_frame, nvtx_identity
 from generator.units import parse_number
@@ -100,9 +100,10 @@ class _Launch:
     ranges: list[str]
     raw: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     details: dict[tuple[str, str], tuple[str, str]] = dataclasses.field(default_factory=dict)
+    bottleneck: str | None = None  # message of ncu's SOLBottleneck rule (details pages)
 
     def row(self) -> dict:
-        row = dict(self.identity, _ranges=self.ranges)
+        row = dict(self.identity, _ranges=self.ranges, **{NCU_BOTTLENECK_COLUMN: self.bottleneck})
         row.update(resolve(self.raw.get, lambda section, name: self.details.get((section, name))))
         return row
 
@@ -192,14 +193,16 @@ def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[G
     launches: dict[int, _Launch] = {}
     for cells in _rows(reader, len(header), ragged_at=value_at + 2):
         named = dict(zip(header, cells))
-        if not named["Metric Name"]:
-            if named.get("Rule Name"):
-                continue  # a rule result, not a metric
+        if not named["Metric Name"] and not named.get("Rule Name"):
             raise _RowError(f"line {reader.line_num}: neither a metric nor a rule")
         identity, ranges = _identity(named, nvtx, reader.line_num)
         launch = launches.setdefault(identity["launch_id"], _Launch(identity, ranges))
         if launch.identity["name"] != identity["name"]:
             raise _RowError(f"line {reader.line_num}: ID {identity['launch_id']} names two kernels")
+        if not named["Metric Name"]:  # a rule result: only ncu's bottleneck verdict is kept
+            if named["Rule Name"] == NCU_BOTTLENECK_RULE and named.get("Rule Description"):
+                launch.bottleneck = named["Rule Description"]
+            continue
         found = (named["Metric Value"], named["Metric Unit"])
         launch.raw.setdefault(named["Metric Name"], found)
         launch.details.setdefault((named["Section Name"], named["Metric Name"]), found)

@@ -14,7 +14,13 @@ from pathlib import Path
 import pandas as pd
 
 from generator.errors import InputError
-from generator.metric_table import CANONICAL_METRIC_NAMES, TENSOR_DATAPATH_COLUMN, resolve
+from generator.metric_table import (
+    CANONICAL_METRIC_NAMES,
+    NCU_BOTTLENECK_COLUMN,
+    NCU_BOTTLENECK_RULE,
+    TEXT_COLUMNS,
+    resolve,
+)
 from generator.model import KERNEL_METRICS_ID_COLUMNS, Dataset, GpuInfo, Provenance
 
 MAGIC = b"NVR\x00"
@@ -65,7 +71,7 @@ class NcuRepReader:
 
 
 #: Column order of kernel_metrics as the ncu readers produce it.
-KERNEL_METRICS_COLUMNS = KERNEL_METRICS_ID_COLUMNS + CANONICAL_METRIC_NAMES + [TENSOR_DATAPATH_COLUMN]
+KERNEL_METRICS_COLUMNS = KERNEL_METRICS_ID_COLUMNS + CANONICAL_METRIC_NAMES + TEXT_COLUMNS
 
 
 def kernel_metrics_frame(rows: list[dict], stage: str | None) -> tuple[pd.DataFrame, tuple[str, ...]]:
@@ -85,8 +91,9 @@ def kernel_metrics_frame(rows: list[dict], stage: str | None) -> tuple[pd.DataFr
     frame["device"] = frame["device"].astype("Int64")
     for name in CANONICAL_METRIC_NAMES:
         frame[name] = frame[name].astype("float64")
-    text = frame[TENSOR_DATAPATH_COLUMN].astype(object)
-    frame[TENSOR_DATAPATH_COLUMN] = text.where(text.notna(), None)
+    for column in TEXT_COLUMNS:
+        text = frame[column].astype(object)
+        frame[column] = text.where(text.notna(), None)
     return frame, notes
 
 
@@ -183,9 +190,19 @@ def _launch_row(action, launch_id: int) -> dict:
         "cc": f"{major}.{minor}" if major is not None and minor is not None else None,
         "process": None,
         "_ranges": ranges,
+        NCU_BOTTLENECK_COLUMN: _rule_message(action, NCU_BOTTLENECK_RULE),
     }
     row.update(resolve(lambda name: _metric(action, name)))
     return row
+
+
+def _rule_message(action, rule: str) -> str | None:
+    """The message ncu's rule ``rule`` left on the launch, None when it did not run."""
+    for result in action.rule_results_as_dicts():
+        message = result.get("rule_message")
+        if result.get("rule_identifier") == rule and isinstance(message, dict) and message.get("message"):
+            return message["message"]
+    return None
 
 
 def _text(action, name: str) -> str | None:

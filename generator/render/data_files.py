@@ -13,8 +13,9 @@ from generator.metric_table import CANONICAL_METRIC_NAMES
 
 FLOAT_FORMAT = "%.15g"  # every float in the data files: 15 significant digits (exact for ns counts)
 #: ncu_metrics.csv: identity, class and nsys share columns, then the canonical metrics
-NCU_METRICS_CSV_COLUMNS = ["name", "friendly_name", "library", "category", "class", "qualifier", "ncu_name",
-                           "stage", "stage_time_pct", "launches", "max_duration_ns", *CANONICAL_METRIC_NAMES]
+NCU_METRICS_CSV_COLUMNS = ["name", "friendly_name", "library", "category", "class", "qualifier", "busiest_unit",
+                           "ncu_class", "arithmetic_intensity", "roof_pct", "ncu_name", "stage", "stage_time_pct",
+                           "launches", "max_duration_ns", *CANONICAL_METRIC_NAMES]
 TOP_KERNELS_CSV = "data/top_kernels.csv"
 KERNELS_YAML = "data/kernels.yaml"
 NCU_METRICS_CSV = "data/ncu_metrics.csv"
@@ -47,12 +48,15 @@ def write_version_data(result: VersionResult, out_dir: Path) -> None:
     """data/top_kernels.csv, kernels.yaml, ncu_metrics.csv, summary.json under ``out_dir``.
 
     Deterministic bytes: fixed column order, 15-significant-digit floats, sorted JSON keys, no
-    timestamps. ``top_kernels.csv`` holds every stage, ``stage`` first.
+    timestamps. ``top_kernels.csv`` holds every stage, ``stage`` first, with the seven duration
+    statistics and the stage-true classes (``profiled``: "stage=class" pairs, ";"-joined).
     """
     out_dir = Path(out_dir)
     (out_dir / "data").mkdir(parents=True, exist_ok=True)
     tops = [frame.assign(stage=stage) for stage, frame in result.top_kernels.items()]
     top = pd.concat(tops, ignore_index=True) if tops else pd.DataFrame(columns=["stage"])
+    if "profiled" in top:  # stage-true classes as "stage=class" pairs; empty: not profiled in the stage
+        top["profiled"] = [";".join(f"{p['stage']}={p['class']}" for p in found) for found in top["profiled"]]
     _write_csv(top[["stage", *[c for c in top.columns if c != "stage"]]], out_dir / TOP_KERNELS_CSV)
     (out_dir / KERNELS_YAML).write_text(result.kernels_yaml, encoding="utf-8")
     _write_csv(result.ncu_metrics.reindex(columns=NCU_METRICS_CSV_COLUMNS), out_dir / NCU_METRICS_CSV)
