@@ -30,10 +30,14 @@ def test_change_arithmetic():
 def test_newly_profiled_and_coverage(v1, v2):
     comp = v2.comparison
     assert comp["previous_version"] == "v1" and comp["rule_changed"] is False
-    before, after = set(v1.ncu_metrics["name"]), set(v2.ncu_metrics["name"])
-    assert [k["name"] for k in comp["newly_profiled"]] == [n for n in v2.ncu_metrics["name"] if n not in before]
-    assert len(comp["newly_profiled"]) == len(after - before) > 0
-    assert comp["kernels_profiled"] == change(len(before), len(after))
+    def keys(result):
+        return list(zip(result.ncu_metrics["stage"], result.ncu_metrics["name"]))
+
+    before, after = set(keys(v1)), keys(v2)
+    # v2 adds prefill launches: every prefill row is newly profiled (no kernel had prefill metrics)
+    assert [(k["stage"], k["name"]) for k in comp["newly_profiled"]] == [k for k in after if k not in before]
+    assert {k["stage"] for k in comp["newly_profiled"]} == {"prefill"} and len(comp["newly_profiled"]) == 20
+    assert comp["kernels_profiled"] == change(len(before), len(after))  # kernel-stage rows
     assert comp["coverage"]["profiled"]["previous"] == v1.coverage["profiled"]
     assert comp["coverage"]["profiled"]["current"] == v2.coverage["profiled"]
     assert comp["coverage"]["profiled"]["current"] >= comp["coverage"]["profiled"]["previous"]

@@ -47,9 +47,10 @@ def h200():
 
 @pytest.fixture(scope="module")
 def decode():
-    metrics = read(H200 / "small_vlm_decode_ncu_raw.csv.xz").kernel_metrics
+    dataset = read(H200 / "small_vlm_decode_ncu_raw.csv.xz")
+    metrics = dataset.kernel_metrics
     names = name_kernels(metrics["name"])
-    peaks = device_peaks(metrics, [], {})
+    peaks = device_peaks(metrics, dataset.gpus, {})
     return classify(profiled_kernels(metrics, names), "roofline", peaks=peaks), peaks
 
 
@@ -220,9 +221,10 @@ def test_method_texts_quote_thresholds(rule, params):
 
 def test_tensor_underused_silent_on_a_real_4096_gemm(monkeypatch):
     # the committed H200 capture of one bf16 4096³ GEMM: compute-bound, near the dense tensor peak
-    metrics = read(DATA / "gemm" / "ncu" / "report.ncu-rep.xz").kernel_metrics
+    dataset = read(DATA / "gemm" / "ncu" / "report.ncu-rep.xz")
+    metrics = dataset.kernel_metrics
     names = name_kernels(metrics["name"])
-    peaks = device_peaks(metrics, [], {})
+    peaks = device_peaks(metrics, dataset.gpus, {})
     kernels = classify(profiled_kernels(metrics, names), "roofline", peaks=peaks)
     k = kernels.iloc[0]
     assert k["class"] == "compute-bound" and k["category"] == "gemm"

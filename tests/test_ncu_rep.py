@@ -106,7 +106,7 @@ def test_esmm_rep_agrees_with_its_metrics_csv():
 def test_every_rep_fixture_reads():
     for path in (PREFILL, ESMM_REP, NVTX_REP, VECADD_REP):
         km = read(path).kernel_metrics
-        assert list(km.columns) == KERNEL_METRICS_ID_COLUMNS + CANONICAL_METRIC_NAMES + ["tensor_datapath"]
+        assert list(km.columns) == KERNEL_METRICS_ID_COLUMNS + CANONICAL_METRIC_NAMES + ["tensor_datapath", "ncu_bottleneck"]
         assert km["duration_ns"].gt(0).all()
 
 

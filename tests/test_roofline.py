@@ -26,13 +26,22 @@ def kernels() -> pd.DataFrame:
 
 
 def test_peaks_precedence_settings_over_ncu_over_device():
-    metrics = pd.DataFrame({"peak_dram_bytes_per_s": [4.0e12, 4.2e12, 4.4e12, math.nan],
-                            "peak_tensor_flop_per_s": [9.0e14, 9.0e14, 1.0e15, 1.0e15]})
-    gpus = [GpuInfo(name="NVIDIA H200", memory_bandwidth_bytes_per_s=4.8e12)]
+    """Per-cycle peaks (device constants) × the stated clock; DRAM bytes per cycle × memory clock,
+    else the device's bandwidth; report.yaml overrides both; no clock → no FLOP roof."""
+    metrics = pd.DataFrame({"peak_dram_bytes_per_cycle": [1504.0, 1504.0, math.nan],
+                            "peak_tensor_flop_per_cycle": [540672.0, 540672.0, 540672.0],
+                            # clock-scaled per-launch peaks (a boosted short launch): never used
+                            "peak_tensor_flop_per_s": [1.07e15, 1.27e15, 1.0e15]})
+    gpus = [GpuInfo(name="NVIDIA H200", memory_bandwidth_bytes_per_s=4.8e12, sm_clock_hz=1.98e9,
+                    memory_clock_hz=3.201e9)]
     peaks = device_peaks(metrics, gpus, {})
-    assert peaks.dram_bytes_per_s == 4.2e12 and peaks.source["dram"] == "ncu"  # median of known
-    assert peaks.flop_per_s["tensor"] == pytest.approx(9.5e14)
-    assert device_peaks(metrics.drop(columns="peak_dram_bytes_per_s"), gpus, {}).source["dram"] == "device"
+    assert peaks.dram_bytes_per_s == pytest.approx(1504 * 3.201e9) and peaks.source["dram"] == "ncu"
+    assert peaks.flop_per_s["tensor"] == pytest.approx(540672 * 1.98e9)  # 1070.5 TFLOP/s
+    assert (peaks.sm_clock_hz, peaks.clock) == (1.98e9, "max_boost")
+    locked = device_peaks(metrics, gpus, {}, locked_clock_hz=1.59e9)
+    assert locked.flop_per_s["tensor"] == pytest.approx(540672 * 1.59e9) and locked.clock == "locked"
+    assert device_peaks(metrics.drop(columns="peak_dram_bytes_per_cycle"), gpus, {}).source["dram"] == "device"
+    assert device_peaks(metrics, [GpuInfo(name="no clock")], {}).flop_per_s == {}
     over = device_peaks(metrics, gpus, {"peak_dram_gbps": 4800, "peak_tflops": {"bf16_tensor": 989, "fp32": 67}})
     assert over.dram_bytes_per_s == 4.8e12 and over.source["dram"] == "settings"
     assert over.flop_per_s == {"tensor": 989e12, "fp32": 67e12}
@@ -105,8 +114,9 @@ def test_gemm_capture_tensor_flop_is_2mnk():
     assert ncu_files, "tests/data/gemm has no ncu report or raw CSV where a run keeps them"
     m, n, k = mnk
     for path in ncu_files:  # the product reads the first; every export of the launch must agree
-        metrics = read(path).kernel_metrics
-        peaks = device_peaks(metrics, [], {})
+        dataset = read(path)
+        metrics = dataset.kernel_metrics
+        peaks = device_peaks(metrics, dataset.gpus, {})
         kernels = classify(profiled_kernels(metrics), "roofline", peaks=peaks)
         points = roofline_datasets(kernels, peaks)["physical"]
         tensor = points[points["datapath"] == "tensor"]
@@ -136,9 +146,41 @@ def test_esmm_sgemm_fp32_flop_is_2mnk():
 
 
 def test_prefill_rep_peaks_come_from_ncu():
-    metrics = read(DATA / "h200-small" / "small_vlm_prefill.ncu-rep.xz").kernel_metrics
-    peaks = device_peaks(metrics, [], {})
-    assert peaks.source["dram"] == "ncu"
-    assert peaks.dram_bytes_per_s == pytest.approx(metrics["peak_dram_bytes_per_s"].median())
-    assert 3e12 < peaks.dram_bytes_per_s < 5e12  # H200 HBM3e, 4.8 TB/s nominal
-    assert peaks.flop_per_s["fp32"] == pytest.approx(metrics["peak_fp32_flop_per_s"].median())
+    """The H200 report: one roof per datapath, ncu's per-cycle peak × the 1,980 MHz max boost clock
+    the device attributes state (not the median of per-launch peaks at measured clocks)."""
+    dataset = read(DATA / "h200-small" / "small_vlm_prefill.ncu-rep.xz")
+    metrics = dataset.kernel_metrics
+    peaks = device_peaks(metrics, dataset.gpus, {})
+    assert peaks.sm_clock_hz == 1.98e9 and peaks.clock == "max_boost"
+    assert peaks.source["dram"] == "ncu" and peaks.dram_bytes_per_s == pytest.approx(1504 * 3.201e9)  # 4.81 TB/s
+    assert peaks.flop_per_s["fp32"] == pytest.approx(2 * 16896 * 1.98e9)  # 2 FLOP/FFMA × 16,896 FFMA/cycle
+    assert peaks.flop_per_s["fp32"] >= metrics["peak_fp32_flop_per_s"].max() * 0.999  # no launch's clock is higher
+
+
+ROOT = Path(__file__).parent.parent
+#: every committed ncu capture whose device attributes state a clock (runs, tests/data)
+CAPTURES = sorted([*ROOT.glob("examples/runs/**/ncu/*.xz"), *DATA.glob("**/*.ncu-rep*"),
+                   *DATA.glob("h200-small/*ncu_raw.csv.xz"), *DATA.glob("h200-small/*export_raw.csv.xz")])
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_launch_lies_above_its_roof(path):
+    """Physical roofs: every profiled launch's FLOP/s is at or below min(datapath peak, intensity ×
+    DRAM peak) and its DRAM traffic at or below the DRAM peak (0.5 % measurement slack)."""
+    dataset = read(path)
+    peaks = device_peaks(dataset.kernel_metrics, dataset.gpus, {})
+    points = roofline_datasets(dataset.kernel_metrics.assign(friendly_name=None, **{"class": None}), peaks)["physical"]
+    checked = 0
+    for _, p in points.iterrows():
+        peak = peaks.flop_per_s.get(p["datapath"])
+        if peak is None or peaks.dram_bytes_per_s is None:
+            continue
+        roof = min(peak, p["arithmetic_intensity"] * peaks.dram_bytes_per_s)
+        assert p["achieved_flop_per_s"] <= roof * 1.005, (path.name, p["name"][:80], p["datapath"])
+        checked += 1
+    metrics = dataset.kernel_metrics
+    bandwidth = metrics["dram_bytes"] / (metrics["duration_ns"] * 1e-9)
+    if peaks.dram_bytes_per_s:
+        assert (bandwidth.dropna() <= peaks.dram_bytes_per_s * 1.005).all(), path.name
+    if "examples/runs" in str(path) or "gemm" in str(path):
+        assert checked > 0 and peaks.clock == "max_boost"

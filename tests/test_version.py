@@ -67,7 +67,7 @@ def test_result_shape_and_numbers(result):
     assert len(result.ncu_metrics) == len(means) == 25
     assert result.ncu_metrics["ncu_name"].tolist() == list(means)  # first-launch order
     cls = result.classification
-    assert cls["rule"] == "roofline" and cls["counts"] == {c: (25 if c == LATENCY else 0) for c in RULE_CLASSES["roofline"]}
+    assert cls["rule"] == "sol" and cls["counts"] == {c: (25 if c == LATENCY else 0) for c in RULE_CLASSES["sol"]}
     assert cls["overall_means"]["sm_throughput_pct"] == pytest.approx(statistics.mean(m["sm"] for m in means.values()))
     assert cls["overall_means"]["duration_us"] == pytest.approx(statistics.mean(m["us"] for m in means.values()))
     assert cls["overall_means"]["l2_hit_rate_pct"] == pytest.approx(statistics.mean(m["l2"] for m in means.values()))
@@ -98,7 +98,7 @@ def test_data_files_numbers_and_bytes(result, tmp_path):
     summary = json.loads((data / "summary.json").read_text())
     assert summary["version"] == "v1" and summary["kernels_profiled"] == 25
     assert summary["coverage"] == {"top_n": 20, "profiled": result.coverage["profiled"]}
-    assert summary["classification"]["rule"] == "roofline"
+    assert summary["classification"]["rule"] == "sol"
     assert set(summary["overall_means"]) == MEAN_KEYS and set(summary["class_means"][LATENCY]) == MEAN_KEYS
     with open(data / "ncu_metrics.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -127,10 +127,23 @@ def test_settings_rule_margin_and_peaks(decode_inputs):
     assert roofs["source"]["tensor"] == "settings" and roofs["source"]["fp32"] == "ncu"
 
 
-def test_prefill_and_decode_files_merge_per_kernel():
+def test_prefill_and_decode_files_stay_stage_true():
+    """Decode launches (raw CSV) and prefill launches (report) of the same kernels: one row per
+    kernel and stage, each averaged over its own stage's launches only."""
     both = analyze_version("v1", h200_inputs("small_vlm_decode_ncu_raw.csv.xz", "small_vlm_prefill.ncu-rep.xz"),
                            AnalysisSettings())
     frame = both.ncu_metrics
-    assert frame["name"].is_unique
+    assert not frame.duplicated(["name", "stage"]).any() and set(frame["stage"]) == {"prefill", "decode"}
     assert frame["launches"].sum() == 40 + 30
-    assert len(frame) < 25 + 20  # kernels profiled in both stages are one row each
+    assert frame.groupby("stage")["launches"].sum().to_dict() == {"decode": 40, "prefill": 30}
+    shared = frame[frame.duplicated("name", keep=False)]
+    assert len(shared) >= 2 and len(frame) == 25 + 20  # kernels profiled in both stages: one row per stage
+    decode_only = analyze_version("v1", h200_inputs("small_vlm_decode_ncu_raw.csv.xz"), AnalysisSettings()).ncu_metrics
+    for name in shared["name"].unique():  # decode rows are exactly the decode-only version's rows
+        a = frame[(frame["name"] == name) & (frame["stage"] == "decode")].iloc[0]
+        b = decode_only[decode_only["name"] == name].iloc[0]
+        assert a["duration_ns"] == b["duration_ns"] and a["sm_throughput_pct"] == b["sm_throughput_pct"]
+    # the top-kernels tables attach only this stage's measurements
+    for stage in ("prefill", "decode"):
+        for _, row in both.top_kernels[stage].iterrows():
+            assert all(p["stage"] == stage for p in row["profiled"])

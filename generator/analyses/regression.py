@@ -28,7 +28,7 @@ DEFAULT_THRESHOLD_PCT = 5.0
 #: the one metric whose change is a verdict
 VERDICT_METRIC = "duration_us"
 REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT = "regression", "improvement", "unchanged", "unknown", "context"
-ROW_COLUMNS = ["kernel", "baseline_kernel", "matched_by", "metric", "better", "baseline", "current",
+ROW_COLUMNS = ["kernel", "stage", "baseline_kernel", "matched_by", "metric", "better", "baseline", "current",
                "abs", "rel_pct", "status"]
 
 
@@ -55,7 +55,7 @@ class Comparison:
         return {
             "metrics": {m: WATCHABLE[m] + " is better" for m in self.metrics},
             "threshold_pct": self.threshold_pct,
-            "matched_kernels": int(self.rows["kernel"].nunique()),
+            "matched_kernels": int(len(self.rows[["kernel", "stage"]].drop_duplicates())),
             "only_baseline": self.only_baseline,
             "only_current": self.only_current,
             "counts": {s: int(statuses.get(s, 0)) for s in (REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT)},
@@ -79,30 +79,49 @@ def _value(table: pd.DataFrame, name: str, metric: str) -> float:
     return float(table.at[name, metric]) if metric in table.columns else math.nan
 
 
+def _by_stage(baseline: pd.DataFrame, current: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame, pd.DataFrame]]:
+    """(stage, baseline rows, current rows) to pair kernels in: stage by stage when both tables
+    carry ``stage`` and share one (a kernel's prefill launches never pair with its decode ones);
+    else one group with each kernel's stages averaged (two profiles of different stages)."""
+    shared = ([s for s in dict.fromkeys(current["stage"]) if s in set(baseline["stage"])]
+              if "stage" in baseline and "stage" in current else [])
+    if shared:
+        return [(s, baseline[baseline["stage"] == s], current[current["stage"] == s]) for s in shared]
+    def merged(table: pd.DataFrame) -> pd.DataFrame:
+        return table.drop(columns="stage", errors="ignore").groupby("name", sort=False).mean(numeric_only=True).reset_index()
+    return [(None, merged(baseline), merged(current))]
+
+
 def compare(baseline: pd.DataFrame, current: pd.DataFrame, metrics: Iterable[str] = DEFAULT_METRICS,
             threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Comparison:
-    """Judge every watched metric of every matched kernel (tables: ``name`` + WATCHABLE columns)."""
+    """Judge every matched kernel (tables: ``name``, optional ``stage``, WATCHABLE columns); the
+    kernels only one side has are listed as "stage: name" when pairing went stage by stage."""
     metrics = list(metrics)
     unknown = [m for m in metrics if m not in WATCHABLE]
     if unknown:
         raise ValueError(f"not a watchable metric: {', '.join(unknown)} (one of {', '.join(WATCHABLE)})")
-    base, cur = baseline.set_index("name"), current.set_index("name")
-    pairs = match_kernels(base.index, cur.index)
-    rows = []
-    for left, right, how in pairs:
-        for metric in metrics:
-            before, after = _value(base, left, metric), _value(cur, right, metric)
-            rel = (after - before) * 100.0 / abs(before) if before and not math.isnan(before) else math.nan
-            rows.append({"kernel": right, "baseline_kernel": left, "matched_by": how, "metric": metric,
-                         "better": WATCHABLE[metric], "baseline": before, "current": after,
-                         "abs": after - before, "rel_pct": rel,
-                         "status": _status(metric, rel, threshold_pct)})
+    rows, only_baseline, only_current = [], [], []
+    for stage, left_rows, right_rows in _by_stage(baseline, current):
+        base, cur = left_rows.set_index("name"), right_rows.set_index("name")
+        pairs = match_kernels(base.index, cur.index)
+        for left, right, how in pairs:
+            for metric in metrics:
+                before, after = _value(base, left, metric), _value(cur, right, metric)
+                rel = (after - before) * 100.0 / abs(before) if before and not math.isnan(before) else math.nan
+                rows.append({"kernel": right, "stage": stage, "baseline_kernel": left, "matched_by": how,
+                             "metric": metric, "better": WATCHABLE[metric], "baseline": before, "current": after,
+                             "abs": after - before, "rel_pct": rel, "status": _status(metric, rel, threshold_pct)})
+        prefix = f"{stage}: " if stage is not None else ""
+        matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
+        only_baseline += [prefix + n for n in base.index if n not in matched_left]
+        only_current += [prefix + n for n in cur.index if n not in matched_right]
+    if "stage" in baseline and "stage" in current and rows and rows[0]["stage"] is not None:
+        kept = set(dict.fromkeys(current["stage"])) & set(baseline["stage"])
+        only_baseline += [f"{s}: {n}" for s, n in zip(baseline["stage"], baseline["name"]) if s not in kept]
+        only_current += [f"{s}: {n}" for s, n in zip(current["stage"], current["name"]) if s not in kept]
     table = pd.DataFrame(rows, columns=ROW_COLUMNS)
     if len(table):
         worse = [abs(r) if s == REGRESSION else -1.0 for r, s in zip(table["rel_pct"], table["status"])]
         table = table.assign(_order=worse).sort_values(["_order", "kernel", "metric"], ascending=[False, True, True],
                                                        kind="stable").drop(columns="_order").reset_index(drop=True)
-    matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
-    return Comparison(metrics, threshold_pct, table,
-                      sorted(n for n in base.index if n not in matched_left),
-                      sorted(n for n in cur.index if n not in matched_right))
+    return Comparison(metrics, threshold_pct, table, sorted(only_baseline), sorted(only_current))

@@ -31,6 +31,7 @@ from generator.analyses.regression import (
 )
 from generator.errors import InputError
 from generator.metric_table import DISPLAY
+from generator.model import ALL_STAGES
 from generator.render.data_files import NCU_METRICS_CSV, json_safe
 from generator.run_layout import MANIFEST
 
@@ -101,13 +102,15 @@ def kernel_table(path: Path) -> pd.DataFrame:
 
 
 def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Canonical per-launch or per-kernel metrics → one row per name, display units (mean per name)."""
-    table = pd.DataFrame({"name": metrics["name"]})
+    """Canonical per-launch or per-kernel metrics → one row per name and stage (the launch's NVTX
+    stage or the version's stage column; ALL_STAGES where unknown), display units (means)."""
+    stage = metrics["stage"] if "stage" in metrics else pd.Series(None, index=metrics.index, dtype=object)
+    table = pd.DataFrame({"name": metrics["name"], "stage": stage.fillna(ALL_STAGES).astype(str)})
     for key in WATCHABLE:
         metric = DISPLAY[key]
         if metric.source in metrics:
             table[key] = pd.to_numeric(metrics[metric.source]) * metric.scale
-    table = table.dropna(subset=["name"]).groupby("name", sort=True).mean().reset_index()
+    table = table.dropna(subset=["name"]).groupby(["stage", "name"], sort=True).mean().reset_index()
     if "friendly_name" in metrics:
         table["friendly_name"] = table["name"].map(metrics.drop_duplicates("name").set_index("name")["friendly_name"])
     else:
