@@ -168,6 +168,10 @@ class VersionInputs:
     gpus: list[GpuInfo]
     provenance: list[Provenance]
     manifest: dict | None = None  # capture run manifest.json when the version came from a run
+    #: stage → where its summary came from: {"range", "total", "first", "counted"} NVTX range
+    #: instances of an nsys SQLite export, {"file": name} of an nsys stats file labelled as the stage,
+    #: or {"union": [stages]} for the ALL_STAGES summary of a capture run (its measured stages together)
+    stage_sources: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

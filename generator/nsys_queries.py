@@ -167,6 +167,18 @@ SELECT stage, tid, inst, min(start) AS start, max(end) AS end FROM g GROUP BY st
 
 INDEX_STAGE_RANGES = "CREATE INDEX temp.stage_ranges_at ON stage_ranges (stage, tid, start)"
 
+
+def stage_instances() -> str:
+    """(stage, instances): how many ranges of each wanted stage's name the capture holds (ended
+    ones, every thread), before any INDEX/COUNT selection."""
+    return f"""
+WITH {_DOMAINS}
+SELECT w.stage, count(*) FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+JOIN temp.wanted AS w ON w.name IN ({_NAME}, {_FULL_NAME})
+WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
+GROUP BY w.stage
+"""
+
 #: temp.stage_calls: runtime API calls that start inside a merged range of the stage on their
 #: thread. Merged ranges are disjoint, so only the latest one starting before the call can hold it.
 CREATE_STAGE_CALLS = """

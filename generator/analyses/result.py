@@ -5,7 +5,7 @@ Every number here traces to an input row; missing data is NaN/None and is shown 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -56,7 +56,8 @@ class VersionResult:
     #: launches) + name, friendly_name, library, category, ncu_name, launches, class, qualifier,
     #: stage, stage_time_pct (share of its stage's time, from the nsys ↔ ncu join)
     ncu_metrics: pd.DataFrame
-    coverage: dict[str, Any]  # {"top_n", "profiled", "missing": [names]}
+    #: {"top_n", "profiled", "missing": [names], "ambiguous": [ncu names that fit several nsys kernels]}
+    coverage: dict[str, Any]
     #: {"rule", "params", "counts", "percent", "class_means", "overall_means"} (classify.class_stats)
     classification: dict[str, Any]
     #: per profiled launch, the rule's class vs ncu's own verdict (classify.ncu_agreement; the
@@ -72,6 +73,8 @@ class VersionResult:
     comparison: dict[str, Any] | None = None  # vs the previous version, None for the first
     manifest: dict[str, Any] | None = None  # capture run manifest.json when the version came from one run
     sweep: SweepResult | None = None  # when the version declares a sweep
+    #: stage → which NVTX range instances (or which stats file) its summary counts (VersionInputs.stage_sources)
+    stage_sources: dict[str, dict] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """data/summary.json content (machine-readable, stable keys)."""

@@ -89,7 +89,8 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         kernel_names=yaml.safe_load(yaml_text),
         kernels_yaml=yaml_text,
         ncu_metrics=kernels,
-        coverage=coverage(summary, metrics, settings.top_n),
+        coverage={**coverage(summary, metrics, settings.top_n),
+                  "ambiguous": list(dict.fromkeys(metrics.loc[metrics["ambiguous"].astype(bool), "name"]))},
         classification=classification,
         ncu_agreement=agreement,
         top_by_duration=top_by_duration(kernels, TOP_BY_DURATION_N),
@@ -99,6 +100,7 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         gpu=inputs.gpus[0] if inputs.gpus else None,
         provenance=list(inputs.provenance),
         manifest=inputs.manifest,
+        stage_sources=dict(inputs.stage_sources),
     )
     if previous is not None:
         result.comparison = compare_versions(previous, result)

@@ -34,6 +34,7 @@ from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
+from generator.readers.nsys_sqlite import stage_instances as nsys_stage_instances
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
 from generator.run_layout import MANIFEST, NSYS_CANDIDATES, ncu_candidates
 
@@ -72,6 +73,10 @@ class InputCache:
         if key not in self._summaries:
             self._summaries[key] = self._on_plain(path, lambda plain: nsys_kernel_summary(plain, list(stages)))
         return self._summaries[key]
+
+    def stage_instances(self, path: Path, stages: tuple[str, ...]) -> dict[str, dict]:
+        """Which NVTX range instances each stage of an nsys SQLite export counts (nsys_sqlite.stage_instances)."""
+        return self._on_plain(path, lambda plain: nsys_stage_instances(plain, list(stages)))
 
     def stage_timeline(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
         """GPU timeline figures of an nsys SQLite export per stage (nsys_sqlite.stage_timeline)."""
@@ -164,6 +169,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     metrics: list[Dataset] = []
     others: list[Dataset] = []
     manifests = []
+    sources: dict[str, dict] = {}  # stage → where its summary came from (which range instances / which file)
     for run in version.runs:
         manifest = load_manifest(run)
         manifests.append(manifest)
@@ -173,6 +179,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         if stages:
             staged = cache.stage_summaries(sqlite, stages)
             summaries += [measured_union(staged), staged]
+            sources.update(cache.stage_instances(sqlite, stages))
+            sources[ALL_STAGES] = {"union": list(stages)}
         else:  # a workload without stages: the whole capture is the measured work
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         others.append(nsys)
@@ -182,6 +190,10 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             dataset = cache.read(path, entry.stage)
             summaries.append(dataset.kernel_summary)
             others.append(dataset)
+            if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
+                sources.update(cache.stage_instances(path, (entry.stage,)))
+            elif entry.stage is not None:
+                sources[entry.stage] = {"file": path.name}
     for entry in version.inputs.ncu:
         metrics += [cache.read(path) for path in entry.paths]
     torch = [cache.read(path) for entry in version.inputs.torch for path in entry.paths]
@@ -197,6 +209,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         gpus=_unique([gpu for d in metrics + others + torch for gpu in d.gpus]),  # ncu describes devices best
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
+        stage_sources=sources,
     )
 
 

@@ -58,6 +58,8 @@ class _Capture:
         self.path = path
         self.conn = conn
         self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        #: per stage read so far: {"range", "total", "first", "counted"} NVTX range instances
+        self.instances: dict[str, dict[str, object]] = {}
         if KERNEL_TABLE not in self.tables or "StringIds" not in self.tables:
             raise InputError(path, f"nsys export without {KERNEL_TABLE} (profile with --trace=cuda)")
 
@@ -99,10 +101,17 @@ class _Capture:
         self.conn.execute(q.CREATE_STAGE_CALLS)
         self.conn.execute(q.INDEX_STAGE_CALLS)
         try:
-            ranged = {r[0] for r in self.conn.execute("SELECT DISTINCT stage FROM temp.stage_ranges")}
+            totals = dict(self.conn.execute(q.stage_instances()).fetchall())
             for stage in stages:
-                if stage not in ranged:
-                    raise InputError(self.path, f"NVTX range {stage!r} not found")
+                name, first, count = stage_spec(stage)
+                total = totals.get(stage, 0)
+                if not total:
+                    raise InputError(self.path, f"NVTX range {name!r} not found")
+                if first is not None and first > total:
+                    raise InputError(self.path, f"stage {stage!r}: NVTX range {name!r} has {total} "
+                                                f"instance(s), so there is no instance {first}")
+                counted = total if first is None else min(count or 1, total - first + 1)
+                self.instances[stage] = {"range": name, "total": total, "first": first or 1, "counted": counted}
             yield
         finally:
             for table in ("stage_calls", "stage_ranges", "wanted"):
@@ -189,6 +198,18 @@ def kernel_summary(path: str | Path, stages: Sequence[str] | None = None) -> pd.
     """
     with _open(path) as cap:
         return _kernel_summary(cap, stages)
+
+
+def stage_instances(path: str | Path, stages: Sequence[str]) -> dict[str, dict[str, object]]:
+    """Per named stage, which instances of its NVTX range a stage summary counts:
+    ``{"range", "total", "first", "counted"}`` (``NAME``: all ``total``; ``NAME/INDEX[/COUNT]``:
+    ``counted`` instances from ``first``). InputError as :func:`kernel_summary`."""
+    named = [s for s in dict.fromkeys(stages) if s != ALL_STAGES]
+    with _open(path) as cap:
+        if named:
+            with cap.staged(named):
+                pass
+        return dict(cap.instances)
 
 
 def stage_timeline(path: str | Path, stages: Sequence[str] | None = None) -> pd.DataFrame:

@@ -289,13 +289,30 @@ class NsysStatsReader:
         return bool(lines) and "," in lines[0] and any(m in lines[0] for m in _NSYS_MARKERS)
 
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
-        if stage is not None:
-            raise InputError(path, f"cannot restrict nsys stats output to NVTX range {stage!r} "
-                                   "(no per-launch data; read the SQLite export instead)")
+        """With ``stage``, the file is labelled as that stage's summary (what ``nsys stats
+        --filter-nvtx NAME`` wrote); a file that shows it covers other ranges is refused."""
         text = "\n".join(_lines(path)[:200])
         if _is_console(text):
-            return _dataset(path, _parse_console(path), "nsys-stats-console")
-        return _dataset(path, _parse_csv(path), "nsys-stats-csv")
+            dataset = _dataset(path, _parse_console(path), "nsys-stats-console")
+        else:
+            dataset = _dataset(path, _parse_csv(path), "nsys-stats-csv")
+        if stage is not None:
+            _label_stage(path, dataset, stage)
+        return dataset
+
+
+def _label_stage(path: Path, dataset: Dataset, stage: str) -> None:
+    """Label ``dataset``'s kernel summary as ``stage``'s, or InputError when the file holds several
+    stages' data (its NVTX summary lists other ranges) or no kernel summary."""
+    if dataset.kernel_summary is None:
+        raise InputError(path, f"stage {stage!r}: the file holds no kernel summary (cuda_gpu_kern_sum) to label")
+    ranges = set() if dataset.nvtx_summary is None else set(dataset.nvtx_summary["name"])
+    others = sorted(ranges - {stage})
+    if others:
+        raise InputError(path, f"stage {stage!r}: the file summarizes NVTX ranges {', '.join(others[:5])} too "
+                               "(a whole-capture summary); give one per-stage file (nsys stats --filter-nvtx) "
+                               "or the SQLite export")
+    dataset.kernel_summary["stage"] = stage
 
 
 READER = NsysStatsReader()
