@@ -1,16 +1,16 @@
 """The nsys ↔ ncu join: which nsys kernel (and its share of stage time) each ncu launch is.
 
-nsys gives full demangled names; ncu gives function names or demangled names whose scopes, casts
-and spelling differ by version (`at::native::` vs `at::`, `(int)4` vs `4`, `<unnamed>` vs
-`(anonymous namespace)`). Names match by generator.analyses.kernel_match.candidates; what still
-matches several nsys kernels is marked ``ambiguous`` and left unjoined.
+nsys gives full demangled names; ncu gives demangled, simplified, function or mangled names. Names
+match by kernel identity (generator.analyses.kernel_match.candidates); a launch whose identity agrees
+with several nsys kernels (a base name shared by several instantiations) is marked ``ambiguous`` and
+left unjoined — the pages say so.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from generator.analyses.kernel_match import candidates, signature
+from generator.analyses.kernel_match import candidates
 from generator.model import ALL_STAGES
 
 JOIN_COLUMNS = ["summary_stage", "summary_name", "stage_time_pct", "total_ns", "count", "ambiguous"]
@@ -29,12 +29,11 @@ def attach_stage_time(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFr
     """
     stages = set(summary["stage"])
     by_stage = {stage: frame.set_index("name") for stage, frame in summary.groupby("stage", sort=False)}
-    signatures = {name: signature(name) for name in summary["name"].unique()}
     rows = []
     for name, stage in zip(metrics["name"], metrics["stage"]):
         used = _stage_of(stage, stages)
         table = by_stage.get(used)
-        found = candidates(name, list(table.index), signatures) if table is not None else []
+        found = candidates(name, table.index) if table is not None else []
         if len(found) == 1:
             hit = table.loc[found[0]]
             rows.append((used, found[0], hit["time_pct"], hit["total_ns"], hit["count"], False))
@@ -56,10 +55,9 @@ def coverage(summary: pd.DataFrame, metrics: pd.DataFrame, top_n: int, stage: st
     if stage != ALL_STAGES:
         metrics = metrics[metrics["stage"].isna() | (metrics["stage"] == stage)]
     names = list(in_stage["name"])
-    signatures = {name: signature(name) for name in names}
     profiled = set()
     for name in metrics["name"].unique():
-        found = candidates(name, names, signatures)
+        found = candidates(name, names)
         if len(found) == 1:
             profiled.add(found[0])
     return {

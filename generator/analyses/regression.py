@@ -1,10 +1,11 @@
-"""The regression gate: match kernels of a baseline and a current profile and judge each watched metric.
+"""The regression gate: pair kernels of a baseline and a current profile and judge each kernel.
 
 A kernel table has one row per kernel: ``name`` and metrics in display units (WATCHABLE keys).
-Kernels match as generator.analyses.kernel_match.match_kernels says (raw name, then base name +
-canonical template arguments, then base name alone; a key several kernels of one side share
-matches nothing). A change beyond the threshold (relative, % of the baseline value) in the metric's
-worse direction is a regression, in its better direction an improvement.
+Kernels pair as generator.analyses.kernel_match.match_kernels says (raw name, then equal kernel
+identity, then a unique agreeing identity; different template instantiations never pair). The
+kernel's duration decides: slower beyond the threshold (relative, % of the baseline) is a
+regression, faster an improvement. Throughput, occupancy and hit rates are context (status
+``context``): a kernel that got faster while its throughput % dropped did not regress.
 """
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ WATCHABLE: dict[str, str] = {m.key: m.better for m in DISPLAY_METRICS if m.bette
 DEFAULT_METRICS: tuple[str, ...] = ("duration_us", "sm_throughput_pct", "memory_throughput_pct",
                                     "achieved_occupancy_pct")
 DEFAULT_THRESHOLD_PCT = 5.0
-REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN = "regression", "improvement", "unchanged", "unknown"
+#: the one metric whose change is a verdict
+VERDICT_METRIC = "duration_us"
+REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT = "regression", "improvement", "unchanged", "unknown", "context"
 ROW_COLUMNS = ["kernel", "baseline_kernel", "matched_by", "metric", "better", "baseline", "current",
                "abs", "rel_pct", "status"]
 
@@ -55,13 +58,16 @@ class Comparison:
             "matched_kernels": int(self.rows["kernel"].nunique()),
             "only_baseline": self.only_baseline,
             "only_current": self.only_current,
-            "counts": {s: int(statuses.get(s, 0)) for s in (REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN)},
+            "counts": {s: int(statuses.get(s, 0)) for s in (REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT)},
             "failed": self.failed(),
             "rows": self.rows.to_dict("records"),
         }
 
 
-def _status(better: str, rel_pct: float, threshold_pct: float) -> str:
+def _status(metric: str, rel_pct: float, threshold_pct: float) -> str:
+    if metric != VERDICT_METRIC:
+        return CONTEXT
+    better = WATCHABLE[metric]
     if math.isnan(rel_pct):
         return UNKNOWN
     worse = rel_pct > threshold_pct if better == LOWER else rel_pct < -threshold_pct
@@ -90,7 +96,7 @@ def compare(baseline: pd.DataFrame, current: pd.DataFrame, metrics: Iterable[str
             rows.append({"kernel": right, "baseline_kernel": left, "matched_by": how, "metric": metric,
                          "better": WATCHABLE[metric], "baseline": before, "current": after,
                          "abs": after - before, "rel_pct": rel,
-                         "status": _status(WATCHABLE[metric], rel, threshold_pct)})
+                         "status": _status(metric, rel, threshold_pct)})
     table = pd.DataFrame(rows, columns=ROW_COLUMNS)
     if len(table):
         worse = [abs(r) if s == REGRESSION else -1.0 for r, s in zip(table["rel_pct"], table["status"])]
