@@ -293,50 +293,27 @@ VERDICT_FILES = sorted([*ROOT.glob("examples/runs/**/ncu/report.ncu-rep.xz"), *D
                         *DATA.glob("**/*details*.csv*")])
 
 
-def _ncu_rule_verdicts(path: Path, tmp_path: Path) -> dict[int, str]:
-    """launch index → ncu's SOLBottleneck title, read with ncu_report itself (reports only)."""
-    import shutil
-
-    import ncu_report
-
-    plain = tmp_path / "plain.ncu-rep"
-    if path.suffix == ".xz":
-        with lzma.open(path) as src, open(plain, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    else:
-        shutil.copyfile(path, plain)
-    context = ncu_report.load_report(str(plain))
-    titles, index = {}, 0
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            for result in rng.action_by_idx(a).rule_results_as_dicts():
-                if result["rule_identifier"] == "SOLBottleneck":
-                    titles[index] = result["rule_message"]["title"]
-            index += 1
-    return titles
-
-
 #: ncu's verdict titles → our classes (High Throughput: the higher unit; the test reads SM vs memory)
 TITLES = {"Small Grid": LATENCY, "Latency Issue": LATENCY, "High Compute Throughput": COMPUTE,
           "High Memory Throughput": MEMORY, "Balanced Throughput": BALANCED}
 
 
 @pytest.mark.parametrize("path", VERDICT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_default_rule_agrees_with_ncu(path, tmp_path, capsys):
+def test_default_rule_agrees_with_ncu(path, capsys):
     """Acceptance: the default rule on each launch's own metrics vs the verdict ncu's rule stored for
     that launch, ≥ 95 %; figures printed. For reports, ncu's verdict is re-read here by title."""
-    from generator.analyses.classify import DEFAULT_RULE, ncu_agreement, ncu_verdict
-    from generator.readers import read
+    from helpers_ncu import read_once, report_launches
 
-    metrics = read(path).kernel_metrics
+    from generator.analyses.classify import DEFAULT_RULE, ncu_agreement, ncu_verdict
+
+    metrics = read_once(path).kernel_metrics
     result = ncu_agreement(metrics, DEFAULT_RULE)
     with capsys.disabled():
         print(f"\nncu agreement {path.relative_to(ROOT)}: {result['agree']}/{result['compared']} launches "
               f"({result['pct']:.1f} %), busiest unit {result['units_agree']}/{result['units_compared']}")
     assert result["compared"] == len(metrics) and result["pct"] >= 95.0
     if ".ncu-rep" in path.name:
-        titles = _ncu_rule_verdicts(path, tmp_path)
+        titles = [launch[3] for launch in report_launches(path)]
         assert len(titles) == len(metrics)
         for (i, row), message in zip(metrics.iterrows(), metrics["ncu_bottleneck"]):
             expected = TITLES.get(titles[i]) or (COMPUTE if row["sm_throughput_pct"] > row["memory_throughput_pct"]

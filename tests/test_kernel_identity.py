@@ -14,9 +14,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import ncu_report
 import pandas as pd
 import pytest
+from helpers_ncu import read_once, report_launches
 
 from generator.analyses.join import attach_stage_time, coverage
 from generator.analyses.kernel_identity import identity
@@ -64,22 +64,10 @@ def test_nsys_demangled_short_and_mangled_agree(path, tmp_path):
             assert identity(mangled_name) == full, demangled
 
 
-def _report_names(path: Path, tmp: Path) -> list[tuple[str, str, str]]:
-    context = ncu_report.load_report(str(_plain(path, tmp)))
-    names = []
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            names.append(tuple(action.name(getattr(ncu_report.IAction, f"NameBase_{form}"))
-                               for form in ("DEMANGLED", "FUNCTION", "MANGLED")))
-    return names
-
-
 @pytest.mark.parametrize("path", REPORTS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_ncu_demangled_function_mangled_and_simplified_agree(path, tmp_path):
-    names = _report_names(path, tmp_path)
-    for demangled, function, mangled in names:
+def test_ncu_demangled_function_mangled_and_simplified_agree(path):
+    names = report_launches(path)
+    for demangled, function, mangled, _ in names:
         full = identity(demangled)
         assert identity(function).function == full.function and identity(function).agrees(full)
         if mangled:
@@ -105,8 +93,7 @@ def test_distinct_instantiations_stay_distinct():
 
 
 def read_names(run: Path) -> list[str]:
-    with InputCache() as cache:
-        return list(dict.fromkeys(cache.read(run / "ncu" / "report.ncu-rep.xz").kernel_metrics["name"]))
+    return list(dict.fromkeys(read_once(run / "ncu" / "report.ncu-rep.xz").kernel_metrics["name"]))
 
 
 @pytest.mark.parametrize("run", ["ocr-vlm-eager", "ocr-vlm-sdpa", "llm-decode-small"])
@@ -118,7 +105,7 @@ def test_raw_csv_joins_as_the_report(run):
         stages = tuple(manifest_stages(path, load_manifest(path)))
         staged = cache.stage_summaries(path / "nsys" / "report.sqlite.xz", stages)
         summary = pd.concat([measured_union(staged), staged], ignore_index=True)
-        joined = [attach_stage_time(cache.read(path / "ncu" / f).kernel_metrics, summary)
+        joined = [attach_stage_time(read_once(path / "ncu" / f).kernel_metrics, summary)
                   for f in ("report.ncu-rep.xz", "raw.csv.xz")]
     assert list(joined[0]["summary_name"]) == list(joined[1]["summary_name"])
     assert not joined[1]["ambiguous"].any()
@@ -126,3 +113,31 @@ def test_raw_csv_joins_as_the_report(run):
         assert coverage(summary, joined[0], 20, stage) == coverage(summary, joined[1], 20, stage)
     if run.startswith("ocr"):
         assert coverage(summary, joined[1], 20)["profiled"] == 20 and joined[1]["summary_name"].notna().all()
+
+
+def test_an_ambiguous_join_is_stated_never_guessed():
+    """ncu's function names (the report's real NameBase_FUNCTION) carry no template arguments: a base
+    name that several nsys kernels of the launch's stage share joins none, and the page says so."""
+    from test_version import h200_inputs
+
+    from generator.analyses.version import AnalysisSettings, analyze_version
+    from generator.commands.build import EXAMPLE
+    from generator.pipeline.config import load_report, report_meta
+    from generator.render.pages import build_charts, render_page
+    from generator.render.translations import translator
+
+    inputs = h200_inputs("small_vlm_prefill.ncu-rep.xz")
+    metrics = inputs.kernel_metrics
+    inputs.kernel_metrics = metrics.assign(name=metrics["short_name"])
+    result = analyze_version("v1", inputs, AnalysisSettings())
+    ambiguous = result.coverage["ambiguous"]
+    assert "vectorized_elementwise_kernel" in ambiguous
+    prefill = inputs.kernel_summary[inputs.kernel_summary["stage"] == "prefill"]
+    for name in ambiguous:  # each really fits several prefill kernels
+        assert len(candidates(name, prefill["name"])) > 1
+    joined = attach_stage_time(inputs.kernel_metrics, inputs.kernel_summary)
+    assert joined.loc[joined["name"].isin(ambiguous), "summary_name"].isna().all()
+    meta = report_meta(load_report(EXAMPLE), None, ["en", "zh"])
+    for lang, words in (("en", "Ambiguous join"), ("zh", "匹配有歧义")):
+        page = render_page("classification", result, meta, lang, build_charts(result, translator(lang)))
+        assert words in page and "vectorized\\_elementwise\\_kernel" in page

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from helpers_ncu import read_once
 from test_classify import decode_rows
 
 from generator.analyses.classify import classify, profiled_kernels
@@ -167,7 +168,7 @@ CAPTURES = sorted([*ROOT.glob("examples/runs/**/ncu/*.xz"), *DATA.glob("**/*.ncu
 def test_no_launch_lies_above_its_roof(path):
     """Physical roofs: every profiled launch's FLOP/s is at or below min(datapath peak, intensity ×
     DRAM peak) and its DRAM traffic at or below the DRAM peak (0.5 % measurement slack)."""
-    dataset = read(path)
+    dataset = read_once(path)
     peaks = device_peaks(dataset.kernel_metrics, dataset.gpus, {})
     points = roofline_datasets(dataset.kernel_metrics.assign(friendly_name=None, **{"class": None}), peaks)["physical"]
     checked = 0

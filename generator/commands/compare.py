@@ -182,9 +182,10 @@ def _display_names(*tables: pd.DataFrame) -> dict[str, str]:
     return names
 
 
-def _context(result: Comparison, kernel: str) -> str:
-    """The kernel's context metrics and their relative change, e.g. "sm_throughput_pct −12.3%"."""
-    rows = result.rows[(result.rows["kernel"] == kernel) & (result.rows["status"] == CONTEXT)]
+def _context(result: Comparison, kernel: str, stage: object) -> str:
+    """The kernel's context metrics in that stage and their relative change, e.g. "sm_throughput_pct −12.3%"."""
+    same_stage = result.rows["stage"].isna() if stage is None or stage != stage else result.rows["stage"] == stage
+    rows = result.rows[(result.rows["kernel"] == kernel) & same_stage & (result.rows["status"] == CONTEXT)]
     return ", ".join(f"{r['metric']} {r['rel_pct']:+.1f}%" for r in rows.to_dict("records")
                      if r["rel_pct"] == r["rel_pct"])
 
@@ -192,13 +193,14 @@ def _context(result: Comparison, kernel: str) -> str:
 def _print(console: Console, result: Comparison, names: dict[str, str]) -> None:
     shown = result.rows[result.rows["status"].isin([REGRESSION, IMPROVEMENT])]
     if len(shown):
-        table = Table("kernel", "baseline µs", "current µs", "change", "status", "context",
+        table = Table("kernel", "stage", "baseline µs", "current µs", "change", "status", "context",
                       title="kernel duration changes (duration decides; the rest is context)")
         for row in shown.to_dict("records"):
             style = "red" if row["status"] == REGRESSION else "green"
-            table.add_row(names.get(row["kernel"], row["kernel"]),
+            stage = row["stage"] if isinstance(row["stage"], str) else ""
+            table.add_row(names.get(row["kernel"], row["kernel"]), stage,
                           f"{row['baseline']:,.2f}", f"{row['current']:,.2f}", f"{row['rel_pct']:+.1f}%",
-                          f"[{style}]{row['status']}[/{style}]", _context(result, row["kernel"]))
+                          f"[{style}]{row['status']}[/{style}]", _context(result, row["kernel"], row["stage"]))
         console.print(table)
     counts = result.as_dict()["counts"]
     console.print(f"{result.rows['kernel'].nunique()} kernels matched ({len(result.only_baseline)} only in the "

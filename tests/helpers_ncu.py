@@ -1,0 +1,65 @@
+"""Nsight Compute reports read once per test session, each in a child process.
+
+``ncu_report`` keeps about 1 GB per load of an OCR-VLM report for the life of the process (it is
+not freed when the context is dropped), so tests that look at every committed report read each
+once — the product's Dataset, and the report's own per-launch names and verdict titles — in a
+short-lived child process that takes that memory with it.
+"""
+from __future__ import annotations
+
+import lzma
+import multiprocessing
+import shutil
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from functools import cache
+from pathlib import Path
+from typing import TypeVar
+
+from generator.model import Dataset
+from generator.readers import read
+
+_FORMS = ("DEMANGLED", "FUNCTION", "MANGLED")
+T = TypeVar("T")
+
+
+def _in_child(function: Callable[[Path], T], path: Path) -> T:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        return pool.submit(function, path).result()
+
+
+@cache
+def read_once(path: Path) -> Dataset:
+    """``generator.readers.read(path)``, once per session (treat the result as read-only)."""
+    return _in_child(read, path)
+
+
+@cache
+def report_launches(path: Path) -> tuple[tuple[str, str, str, str | None], ...]:
+    """Per launch, in report order: demangled, function and mangled name and the title of ncu's
+    SOLBottleneck rule result (None without one), read with ncu_report itself."""
+    return _in_child(_launches, path)
+
+
+def _launches(path: Path) -> tuple[tuple[str, str, str, str | None], ...]:
+    import ncu_report
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "report.ncu-rep"
+        if path.suffix == ".xz":
+            with lzma.open(path) as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        else:
+            shutil.copyfile(path, plain)
+        context = ncu_report.load_report(str(plain))
+        launches = []
+        for r in range(context.num_ranges()):
+            rng = context.range_by_idx(r)
+            for a in range(rng.num_actions()):
+                action = rng.action_by_idx(a)
+                names = [action.name(getattr(ncu_report.IAction, f"NameBase_{form}")) for form in _FORMS]
+                title = next((result["rule_message"]["title"] for result in action.rule_results_as_dicts()
+                              if result["rule_identifier"] == "SOLBottleneck"), None)
+                launches.append((*names, title))
+    return tuple(launches)
