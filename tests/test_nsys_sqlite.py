@@ -305,5 +305,5 @@ def test_instances_of_a_stage(plain) -> None:
     _assert_matches(ks, _kern_sum(db, where))
     assert ns.stage_spec("prefill/2/2") == ("prefill", 2, 2)
     assert ns.stage_spec("decode") == ("decode", None, None)
-    with pytest.raises(InputError, match="NVTX range 'prefill/4' not found"):
+    with pytest.raises(InputError, match="stage 'prefill/4': NVTX range 'prefill' has 3 instance\\(s\\), so there is no instance 4"):
         ns.kernel_summary(db, ["prefill/4"])

@@ -83,9 +83,10 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
     for key, value in result.classification["overall_means"].items():
         line = _row(text, f"| {t('metrics.' + key)} |")
         assert line.endswith(f" {n.num(value)} |")
-    for kernel in result.ncu_metrics.to_dict("records"):
-        _row(text, f"| {name_cell(kernel['friendly_name'], n.unknown, title=kernel['name'])} | {t('classes.' + kernel['class'])} |",
-             n.pct(kernel["sm_throughput_pct"]), n.us(kernel["duration_ns"]))
+    for kernel in result.ncu_metrics.to_dict("records"):  # one row per kernel and stage
+        stage = t("stage_all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
+        _row(text, f"| {name_cell(kernel['friendly_name'], n.unknown, title=kernel['name'])} | {stage} | "
+                   f"{t('classes.' + kernel['class'])} |", n.pct(kernel["sm_throughput_pct"]), n.us(kernel["duration_ns"]))
 
 
 def test_missing_numbers_say_unknown(rendered) -> None:
@@ -117,8 +118,9 @@ def test_roofline_peaks_and_points(rendered) -> None:
     _row(text, "| DRAM bandwidth |", n.si(roofs["peak_dram_bytes_per_s"], "B/s"))
     _row(text, "| Tensor core |", n.si(roofs["ceilings"]["tensor"], "FLOP/s"), n.num(roofs["ridges"]["tensor"]))
     for point in result.roofline["physical"].to_dict("records"):
-        _row(text, f"| {name_cell(point['friendly_name'], 'unknown', title=point['name'])} |",
-             n.num(point["arithmetic_intensity"], 3), n.si(point["achieved_flop_per_s"], "FLOP/s"))
+        datapath = translator("en")(f"datapaths.{point['datapath']}")
+        _row(text, f"| {name_cell(point['friendly_name'], 'unknown', title=point['name'])} | {escape_text(point['stage'])} | ",
+             f"| {datapath} | ", n.si(point["flop"], "FLOP"), n.num(point["arithmetic_intensity"], 3), n.si(point["achieved_flop_per_s"], "FLOP/s"))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -198,7 +200,8 @@ def test_comparison_page_for_a_second_version(tmp_path: Path) -> None:
     assert "comparison" in page_names(second)
     text = (tmp_path / "comparison.md").read_text(encoding="utf-8")
     profiled = len(result.ncu_metrics)
-    assert _row(text, "| Kernels profiled |").startswith(f"| Kernels profiled | {profiled} | {profiled} | +0 | +0.0% |")
+    label = "| Profiled kernels (one per stage) |"
+    assert _row(text, label).startswith(f"{label} {profiled} | {profiled} | +0 | +0.0% |")
     assert "**V1** to **V2**" in text
     zh = (tmp_path / "comparison.zh.md").read_text(encoding="utf-8")
     assert zh.startswith("# 版本对比")

@@ -161,7 +161,7 @@ def normalized_points(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def physical_points(kernels: pd.DataFrame) -> pd.DataFrame:
-    """One point per kernel and datapath with FLOP > 0: intensity (FLOP/DRAM byte) and FLOP/s.
+    """One point per kernel (and stage) and datapath with FLOP > 0: intensity (FLOP/DRAM byte) and FLOP/s.
 
     Achieved FLOP/s = that datapath's FLOP / the kernel's mean profiled duration.
     """
@@ -176,6 +176,7 @@ def physical_points(kernels: pd.DataFrame) -> pd.DataFrame:
                 continue
             rows.append({
                 "name": k["name"],
+                "stage": k.get("stage"),
                 "friendly_name": k.get("friendly_name"),
                 "class": k.get("class"),
                 "datapath": datapath,
@@ -184,7 +185,7 @@ def physical_points(kernels: pd.DataFrame) -> pd.DataFrame:
                 "arithmetic_intensity": flop / dram,
                 "achieved_flop_per_s": flop / (duration * 1e-9),
             })
-    cols = ["name", "friendly_name", "class", "datapath", "flop", "dram_bytes",
+    cols = ["name", "stage", "friendly_name", "class", "datapath", "flop", "dram_bytes",
             "arithmetic_intensity", "achieved_flop_per_s"]
     return pd.DataFrame(rows, columns=cols)
 
