@@ -15,7 +15,7 @@ from generator.model import GpuInfo, Provenance
 
 @dataclass(frozen=True)
 class Finding:
-    """A rule that fired: its id selects the EN/ZH text in templates/findings/; no canned prose.
+    """A rule that fired: its id selects the EN/ZH text in generator/templates/findings/; no canned prose.
 
     ``evidence`` holds the numbers the text quotes (keys referenced by the template) and
     ``kernels`` the friendly names of the kernels that triggered it.
