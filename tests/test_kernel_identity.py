@@ -141,3 +141,42 @@ def test_an_ambiguous_join_is_stated_never_guessed():
     for lang, words in (("en", "Ambiguous join"), ("zh", "匹配有歧义")):
         page = render_page("classification", result, meta, lang, build_charts(result, translator(lang)))
         assert words in page and "vectorized\\_elementwise\\_kernel" in page
+
+
+PAGES = DATA / "ncu-pages-2025.3"
+
+
+def test_ncu_csv_kernel_bases_of_the_ocr_report_agree():
+    """The OCR-VLM report's 224 launches exported by ncu itself with --print-kernel-base demangled,
+    function and mangled: per launch ID, one identity (function names: no template arguments)."""
+    forms = {form: {row[0]: row[1] for row in _ids_and_names(PAGES / f"ocr_names_{form}.csv{suffix}")}
+             for form, suffix in (("demangled", ".xz"), ("function", ""), ("mangled", ".xz"))}
+    report = report_launches(RUNS / "ocr-vlm-eager" / "ncu" / "report.ncu-rep.xz")
+    assert len(forms["demangled"]) == len(forms["function"]) == len(forms["mangled"]) == len(report) == 224
+    for launch_id, demangled in forms["demangled"].items():
+        full = identity(demangled)
+        assert full == identity(report[int(launch_id)][0])
+        assert identity(forms["mangled"][launch_id]) == full
+        function = identity(forms["function"][launch_id])
+        assert function.args is None and function.agrees(full) and function.function == full.function
+
+
+def _ids_and_names(path: Path) -> list[tuple[str, str]]:
+    rows = _csv_rows(path)
+    header = rows[0]
+    return [(row[header.index("ID")], row[header.index("Kernel Name")]) for row in rows[2:]]
+
+
+def test_function_names_join_only_where_unique():
+    """Joined from ncu's function names, a launch joins the one nsys kernel of its stage with that
+    base name — the same one its demangled name joins — or none, marked ambiguous."""
+    path = RUNS / "ocr-vlm-eager"
+    with InputCache() as cache:
+        stages = tuple(manifest_stages(path, load_manifest(path)))
+        staged = cache.stage_summaries(path / "nsys" / "report.sqlite.xz", stages)
+    summary = pd.concat([measured_union(staged), staged], ignore_index=True)
+    full = attach_stage_time(read_once(path / "ncu" / "report.ncu-rep.xz").kernel_metrics, summary)
+    short = attach_stage_time(full.assign(name=full["short_name"]), summary)
+    joined = short["summary_name"].notna()
+    assert (short.loc[joined, "summary_name"] == full.loc[joined, "summary_name"]).all()  # never a wrong kernel
+    assert short.loc[~joined, "ambiguous"].all() and 0 < (~joined).sum() < len(short)
