@@ -11,3 +11,6 @@ class InputError(Exception):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # crosses process boundaries intact
+        return InputError, (self.path, self.problem)

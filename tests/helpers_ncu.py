@@ -1,9 +1,8 @@
-"""Nsight Compute reports read once per test session, each in a child process.
+"""Nsight Compute reports read once per test session.
 
 ``ncu_report`` keeps about 1 GB per load of an OCR-VLM report for the life of the process (it is
-not freed when the context is dropped), so tests that look at every committed report read each
-once — the product's Dataset, and the report's own per-launch names and verdict titles — in a
-short-lived child process that takes that memory with it.
+not freed when the context is dropped); the product's reader loads in a child process, and so does
+the tests' own reading of a report's per-launch names and verdict titles here.
 """
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ def _in_child(function: Callable[[Path], T], path: Path) -> T:
 @cache
 def read_once(path: Path) -> Dataset:
     """``generator.readers.read(path)``, once per session (treat the result as read-only)."""
-    return _in_child(read, path)
+    return read(path)
 
 
 @cache

@@ -120,7 +120,8 @@ def test_roofline_peaks_and_points(rendered) -> None:
     for point in result.roofline["physical"].to_dict("records"):
         datapath = translator("en")(f"datapaths.{point['datapath']}")
         _row(text, f"| {name_cell(point['friendly_name'], 'unknown', title=point['name'])} | {escape_text(point['stage'])} | ",
-             f"| {datapath} | ", n.si(point["flop"], "FLOP"), n.num(point["arithmetic_intensity"], 3), n.si(point["achieved_flop_per_s"], "FLOP/s"))
+             f"| {datapath} | ", n.si(point["flop"], "FLOP"), n.num(point["arithmetic_intensity"], 3),
+             n.si(point["achieved_flop_per_s"], "FLOP/s"))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -6,9 +6,11 @@ metric of :mod:`generator.metric_table` and the tensor datapath; device attribut
 from __future__ import annotations
 
 import math
+import multiprocessing
 import re
 import struct
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -35,30 +37,10 @@ class NcuRepReader:
         return head.startswith(MAGIC)
 
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
-        import ncu_report
-
         path = Path(path)
         check_complete(path)
-        try:
-            context = ncu_report.load_report(str(path))
-        except Exception as exc:  # the module raises plain exceptions for unreadable reports
-            raise InputError(path, f"cannot load Nsight Compute report ({exc})") from None
-        rows: list[dict] = []
-        gpus: dict[int | None, GpuInfo] = {}
-        launch_id = 0
-        for r in range(context.num_ranges()):
-            rng = context.range_by_idx(r)
-            for a in range(rng.num_actions()):
-                action = rng.action_by_idx(a)
-                try:
-                    rows.append(_launch_row(action, launch_id))
-                except ValueError as exc:
-                    raise InputError(path, f"launch {launch_id}: {exc}") from None
-                gpu = _gpu(action)
-                gpus.setdefault(gpu.index, gpu)
-                launch_id += 1
-        if not rows:
-            raise InputError(path, "report holds no profiled launches")
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as child:
+            rows, gpus = child.submit(_launches, path).result()
         version = report_version(path)
         frame, notes = kernel_metrics_frame(rows, stage)
         return Dataset(
@@ -66,8 +48,37 @@ class NcuRepReader:
                 path=str(path), format=self.format,
                 format_version=f"ncu {version}" if version else None, notes=notes),
             kernel_metrics=frame,
-            gpus=list(gpus.values()),
+            gpus=gpus,
         )
+
+
+def _launches(path: Path) -> tuple[list[dict], list[GpuInfo]]:
+    """Every launch row and device of a report, read with ncu_report. Run in a child process:
+    ncu_report keeps what it loaded (about 1 GB for a 224-launch full-set report) until the
+    process ends, so a build or test reading many reports would otherwise hold them all."""
+    import ncu_report
+
+    try:
+        context = ncu_report.load_report(str(path))
+    except Exception as exc:  # the module raises plain exceptions for unreadable reports
+        raise InputError(path, f"cannot load Nsight Compute report ({exc})") from None
+    rows: list[dict] = []
+    gpus: dict[int | None, GpuInfo] = {}
+    launch_id = 0
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            try:
+                rows.append(_launch_row(action, launch_id))
+            except ValueError as exc:
+                raise InputError(path, f"launch {launch_id}: {exc}") from None
+            gpu = _gpu(action)
+            gpus.setdefault(gpu.index, gpu)
+            launch_id += 1
+    if not rows:
+        raise InputError(path, "report holds no profiled launches")
+    return rows, list(gpus.values())
 
 
 #: Column order of kernel_metrics as the ncu readers produce it.
