@@ -2,7 +2,9 @@
 
 A run directory (written by ``python -m capture run``, laid out as generator.run_layout says) holds
 ``manifest.json`` (stages in order, GPU, versions, commands, top-N, coverage), the nsys SQLite export
-and the ncu report or raw CSV (the report is preferred: it carries NVTX and device attributes). Kernel
+and, for each ncu pass (the first, and the retry over kernels it missed when there was one), its
+report or raw CSV (the report is preferred: it carries NVTX and device attributes); the passes'
+launches are joined, launch ids kept unique. Kernel
 summaries are read for every manifest stage, and "all" is those stages together
 (:func:`measured_union`). Explicit inputs: nsys files (optionally one
 NVTX stage each), ncu files, PyTorch traces (their kernel summary is used only when no nsys input
@@ -35,7 +37,7 @@ from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
-from generator.run_layout import MANIFEST, NSYS_CANDIDATES, ncu_candidates
+from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
 
@@ -177,6 +179,10 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         others.append(nsys)
         metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
+        for suffix in NCU_PASSES[1:]:  # a retry pass over kernels the first one missed, when there was one
+            retry = next((run / name for name in ncu_candidates(suffix) if (run / name).is_file()), None)
+            if retry is not None:
+                metrics.append(cache.read(retry))
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)
@@ -194,7 +200,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     return VersionInputs(
         kernel_summary=kernel_summary,
         kernel_metrics=kernel_metrics,
-        gpus=_unique([gpu for d in metrics + others + torch for gpu in d.gpus]),  # ncu describes devices best
+        gpus=merged_gpus([gpu for d in metrics + others + torch for gpu in d.gpus]),  # ncu describes devices best
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
     )
@@ -224,5 +230,25 @@ def _relative(provenance: Provenance, base: Path) -> Provenance:
     return dataclasses.replace(provenance, path=Path(os.path.relpath(provenance.path, base)).as_posix())
 
 
-def _unique(items: list[GpuInfo] | list[Provenance]) -> list:
+def merged_gpus(gpus: list[GpuInfo]) -> list[GpuInfo]:
+    """One GpuInfo per device (by index, else name), the first description's values first and what it
+    leaves unknown from the others (the driver is in nsys exports, not in ncu reports): one value
+    for each fact on every page."""
+    merged: dict[object, GpuInfo] = {}
+    for gpu in gpus:
+        key = gpu.index if gpu.index is not None else gpu.name
+        known = merged.get(key)
+        if known is None:
+            merged[key] = gpu
+            continue
+        if gpu.name is not None and known.name is not None and gpu.name != known.name:
+            merged[(key, gpu.name)] = gpu  # another machine's device of the same index
+            continue
+        merged[key] = dataclasses.replace(known, **{
+            f.name: getattr(gpu, f.name) for f in dataclasses.fields(known)
+            if getattr(known, f.name) is None and getattr(gpu, f.name) is not None})
+    return list(merged.values())
+
+
+def _unique(items: list[Provenance]) -> list[Provenance]:
     return list(dict.fromkeys(items))
