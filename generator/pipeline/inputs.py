@@ -26,6 +26,7 @@ from generator.errors import InputError
 from generator.model import (
     ALL_STAGES,
     KERNEL_SUMMARY_COLUMNS,
+    STAT_COLUMNS,
     Dataset,
     GpuInfo,
     Provenance,
@@ -35,6 +36,7 @@ from generator.model import (
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
+from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
@@ -195,7 +197,10 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
     kernel_summary = _concat_summaries(summaries, report_file, where)
-    kernel_metrics = _concat_metrics(metrics, report_file, where)
+    kernel_metrics = _concat_metrics(metrics)
+    if not len(kernel_summary) and not len(kernel_metrics):
+        raise InputError(report_file, f"{where}: no kernels among the inputs (give an nsys export, an ncu "
+                                      "report/CSV or a capture run)")
     base = report_file.resolve().parent
     return VersionInputs(
         kernel_summary=kernel_summary,
@@ -207,21 +212,26 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
 
 
 def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str) -> pd.DataFrame:
+    """Every kernel summary of the version (empty: no nsys data given); without a whole-capture
+    summary, "all" is the union of the stages given (:func:`measured_union`)."""
     if not summaries:
-        raise InputError(report_file, f"{where}: no kernel summary among the inputs (give an nsys export or a capture run)")
+        numeric = {"count": "int64", "time_pct": "float64", **{c: "float64" for c in STAT_COLUMNS if c != "count"}}
+        return pd.DataFrame({c: pd.Series(dtype=numeric.get(c, "object")) for c in KERNEL_SUMMARY_COLUMNS})
     table = pd.concat(summaries, ignore_index=True)[KERNEL_SUMMARY_COLUMNS]
     overlap = table.duplicated(["stage", "name"])
     if overlap.any():
         stage = table.loc[overlap, "stage"].iloc[0]
         raise InputError(report_file, f"{where}: several inputs give kernel summaries of stage {stage!r}; give one per stage")
+    if len(table) and not (table["stage"] == ALL_STAGES).any():
+        table = pd.concat([measured_union(table), table], ignore_index=True)
     return table
 
 
-def _concat_metrics(datasets: list[Dataset], report_file: Path, where: str) -> pd.DataFrame:
+def _concat_metrics(datasets: list[Dataset]) -> pd.DataFrame:
     """Per-launch metrics of every ncu input; a file whose launch ids overlap earlier ones is shifted past them."""
     frames = [d.kernel_metrics for d in datasets if d.kernel_metrics is not None and len(d.kernel_metrics)]
     if not frames:
-        raise InputError(report_file, f"{where}: no ncu kernel metrics among the inputs (give an ncu report/CSV or a capture run)")
+        return kernel_metrics_frame([], None)[0]  # no ncu data given
     kept = renumber_launches(frames)
     return kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
 
