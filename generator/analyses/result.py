@@ -58,6 +58,8 @@ class VersionResult:
     ncu_metrics: pd.DataFrame
     #: {"top_n", "profiled", "missing": [names], "ambiguous": [ncu names that fit several nsys kernels]}
     coverage: dict[str, Any]
+    has_nsys: bool  # kernel times (nsys, or a PyTorch trace) were given; pages without them say so
+    has_ncu: bool  # ncu per-launch metrics were given; pages without them say so
     #: {"rule", "params", "counts", "percent", "class_means", "overall_means"} (classify.class_stats)
     classification: dict[str, Any]
     #: per profiled launch, the rule's class vs ncu's own verdict (classify.ncu_agreement; the

@@ -91,6 +91,8 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         ncu_metrics=kernels,
         coverage={**coverage(summary, metrics, settings.top_n),
                   "ambiguous": list(dict.fromkeys(metrics.loc[metrics["ambiguous"].astype(bool), "name"]))},
+        has_nsys=bool(len(summary)),
+        has_ncu=bool(len(metrics)),
         classification=classification,
         ncu_agreement=agreement,
         top_by_duration=top_by_duration(kernels, TOP_BY_DURATION_N),

@@ -24,6 +24,7 @@ from generator.metric_table import (
     resolve,
 )
 from generator.model import KERNEL_METRICS_ID_COLUMNS, Dataset, GpuInfo, Provenance
+from generator.readers.base import sha256_of
 
 MAGIC = b"NVR\x00"
 _VERSION = re.compile(rb"(\d{4}\.\d+\.\d+)\.\d+ \(build \d+\)")
@@ -46,7 +47,7 @@ class NcuRepReader:
         return Dataset(
             provenance=Provenance(
                 path=str(path), format=self.format,
-                format_version=f"ncu {version}" if version else None, notes=notes),
+                format_version=f"ncu {version}" if version else None, sha256=sha256_of(path), notes=notes),
             kernel_metrics=frame,
             gpus=gpus,
         )
