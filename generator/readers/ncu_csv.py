@@ -147,6 +147,7 @@ class _Launch:
     details: dict[tuple[str, str], tuple[str, str]] = dataclasses.field(default_factory=dict)
     sections: dict[str, None] = dataclasses.field(default_factory=dict)  # of a details export, in order
     bottleneck: str | None = None  # message of ncu's SOLBottleneck rule (details pages)
+    id_text: str = ""  # the ID cell as printed (rule rows name their launch by it)
 
     def row(self) -> dict:
         row = dict(self.identity, _ranges=self.ranges, **{NCU_BOTTLENECK_COLUMN: self.bottleneck})
@@ -246,24 +247,28 @@ def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[G
     nvtx = [c for c in header if is_nvtx_column(c)]
     value_at = header.index("Metric Value")
     launches: dict[int, _Launch] = {}
+    verdicts: dict[str, str] = {}  # launch ID text → SOLBottleneck message
     for cells in _rows(reader, len(header), ragged_at=value_at + 2):
         named = dict(zip(header, cells))
-        if not named["Metric Name"] and not named.get("Rule Name"):
-            raise _RowError(f"line {reader.line_num}: neither a metric nor a rule")
+        if not named["Metric Name"]:
+            if not named.get("Rule Name"):
+                raise _RowError(f"line {reader.line_num}: neither a metric nor a rule")
+            if named["Rule Name"] == NCU_BOTTLENECK_RULE and named.get("Rule Description"):
+                verdicts[named["ID"].strip()] = named["Rule Description"]  # ncu's verdict; other rules skipped
+            continue
         identity, ranges = _identity(named, nvtx, reader.line_num)
         launch = launches.setdefault(identity["launch_id"], _Launch(identity, ranges))
         if launch.identity["name"] != identity["name"]:
             raise _RowError(f"line {reader.line_num}: ID {identity['launch_id']} names two kernels")
-        if not named["Metric Name"]:  # a rule result: only ncu's bottleneck verdict is kept
-            if named["Rule Name"] == NCU_BOTTLENECK_RULE and named.get("Rule Description"):
-                launch.bottleneck = named["Rule Description"]
-            continue
+        launch.id_text = named["ID"].strip()
         launch.sections.setdefault(named["Section Name"], None)
         if named.get("Body Item Label"):
             continue  # an entry of a chart or table; the section's header rows carry its metrics
         found = (named["Metric Value"], named["Metric Unit"])
         launch.raw.setdefault(named["Metric Name"], found)
         launch.details.setdefault((named["Section Name"], named["Metric Name"]), found)
+    for launch in launches.values():
+        launch.bottleneck = verdicts.get(launch.id_text)
     gpus = {(one.identity["device"], one.identity["cc"]) for one in launches.values()
             if one.identity["device"] is not None or one.identity["cc"] is not None}
     return layout, list(launches.values()), [GpuInfo(index=d, compute_capability=cc)
