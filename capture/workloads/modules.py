@@ -1,0 +1,106 @@
+"""NVTX ranges around ``nn.Module.forward`` calls, named by qualified module path and class.
+
+Installed by the worker with forward pre/post hooks on the models a workload built, so user code
+needs no change. The roots are the ``nn.Module`` objects the workload's iteration closes over
+(named by their variable: ``llm``, ``sam`` …) or, when it closes over none (a callable object,
+say), every module alive after ``build`` that is no other module's child, named by class. A
+module gets a range when its path has at most ``depth`` dotted parts below its root (the root
+itself is depth 0). Ranges go to their own NVTX domain, :data:`DOMAIN`, so stage ranges and
+``ncu --nvtx-include STAGE/`` see the same stack as without them. A range reads
+``<root>.<path> [<Class>]``, e.g. ``llm.model.layers.3.mlp [DeepseekV2MoE]``.
+"""
+from __future__ import annotations
+
+import gc
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+#: NVTX domain of the module ranges.
+DOMAIN = "kr.modules"
+#: How a range name is built from a module's path and class.
+NAME_FORMAT = "{path} [{cls}]"
+#: ``--module-depth`` when not given: presets get ranges to this depth; module:function gets none.
+PRESET_DEPTH = 5
+
+
+@dataclass
+class ModuleRanges:
+    """The installed hooks and what they name (recorded in the manifest)."""
+
+    depth: int
+    roots: dict[str, str] = field(default_factory=dict)  # root name → class
+    modules: int = 0  # modules with a range
+    _handles: list = field(default_factory=list, repr=False)
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def describe(self) -> dict:
+        return {"domain": DOMAIN, "depth": self.depth, "name_format": NAME_FORMAT,
+                "roots": self.roots, "modules": self.modules}
+
+
+#: (make a push for a range name, pop): how ranges are emitted.
+Backend = tuple[Callable[[str], Callable[[], None]], Callable[[], None]]
+
+
+def _domain() -> Backend:
+    """(make a push for a name, pop) on the module domain; the ``nvtx`` package is required."""
+    import nvtx
+
+    domain = nvtx.get_domain(DOMAIN)
+
+    def pusher(name: str) -> Callable[[], None]:
+        attributes = domain.get_event_attributes(message=name)
+        return lambda: domain.push_range(attributes)
+
+    return pusher, domain.pop_range
+
+
+def roots_of(iteration: object) -> dict[str, torch.nn.Module]:
+    """The models an iteration runs: modules its closure (or ``__dict__``) holds, by variable name;
+    else every module alive that no other module contains, by class (``Linear``, ``Linear#2``)."""
+    target = inspect.unwrap(iteration)
+    if hasattr(target, "__code__"):  # a function: what its closure holds
+        cells = {name: cell.cell_contents for name, cell in zip(target.__code__.co_freevars, target.__closure__ or ())
+                 if cell.cell_contents is not None}
+    else:  # a callable object: its attributes
+        cells = dict(vars(target)) if hasattr(target, "__dict__") else {}
+    named = {k: v for k, v in cells.items() if isinstance(v, torch.nn.Module)}
+    if named:
+        return named
+    alive = [o for o in gc.get_objects() if isinstance(o, torch.nn.Module)]
+    children = {id(c) for m in alive for c in m.children()}
+    roots: dict[str, torch.nn.Module] = {}
+    for module in alive:
+        if id(module) not in children:
+            base = type(module).__name__
+            name = base if base not in roots else f"{base}#{sum(n.split('#')[0] == base for n in roots) + 1}"
+            roots[name] = module
+    return roots
+
+
+def install(iteration: object, depth: int, backend: Backend | None = None) -> ModuleRanges:
+    """Hook every module of ``iteration``'s models down to ``depth``; nothing when depth is 0.
+    ``backend`` (make-push, pop) replaces the NVTX domain (tests record with it)."""
+    ranges = ModuleRanges(depth=depth)
+    if depth <= 0:
+        return ranges
+    pusher, pop = backend or _domain()
+    seen: set[int] = set()
+    for root_name, root in roots_of(iteration).items():
+        ranges.roots[root_name] = type(root).__name__
+        for path, module in root.named_modules():
+            if id(module) in seen or (path and path.count(".") + 1 > depth):
+                continue
+            seen.add(id(module))
+            push = pusher(NAME_FORMAT.format(path=f"{root_name}.{path}" if path else root_name, cls=type(module).__name__))
+            ranges._handles.append(module.register_forward_pre_hook(lambda *_, push=push: push()))
+            ranges._handles.append(module.register_forward_hook(lambda *_: pop(), always_call=True))
+            ranges.modules += 1
+    return ranges
