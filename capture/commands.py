@@ -1,10 +1,10 @@
 """The exact argv of every profiler call a capture makes (pure functions, no side effects)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from capture.workloads.params import Params, to_argv
+from generator.run_layout import NSYS_STATS_REPORT, RunLayout
 
 #: ncu sections collected by default (``--set`` and ``--metrics`` add to them).
 DEFAULT_SECTIONS: tuple[str, ...] = (
@@ -19,58 +19,7 @@ DEFAULT_SECTIONS: tuple[str, ...] = (
     "SpeedOfLight_HierarchicalTensorRooflineChart",
 )
 
-NSYS_STATS_REPORT = "cuda_gpu_kern_sum"
 NSYS_EXTRA_REPORTS: tuple[str, ...] = ("nvtx_sum", "cuda_api_sum")
-
-
-@dataclass(frozen=True)
-class RunLayout:
-    """Where each artifact of a run directory lives (the contract with the generator)."""
-
-    root: Path
-
-    @property
-    def manifest(self) -> Path:
-        return self.root / "manifest.json"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def nsys_report(self) -> Path:  # nsys appends .nsys-rep to the -o base
-        return self.root / "nsys" / "report"
-
-    @property
-    def nsys_rep(self) -> Path:
-        return self.root / "nsys" / "report.nsys-rep"
-
-    @property
-    def sqlite(self) -> Path:
-        return self.root / "nsys" / "report.sqlite"
-
-    @property
-    def stats(self) -> Path:
-        return self.root / "nsys" / "stats"
-
-    def kern_sum_csv(self, stage: str) -> Path:
-        return self.stats / f"{stage}_{NSYS_STATS_REPORT}.csv"
-
-    def ncu_report(self, suffix: str = "") -> Path:  # ncu appends .ncu-rep to the -o base
-        return self.root / "ncu" / f"report{suffix}"
-
-    def ncu_rep(self, suffix: str = "") -> Path:
-        return self.root / "ncu" / f"report{suffix}.ncu-rep"
-
-    def raw_csv(self, suffix: str = "") -> Path:
-        return self.root / "ncu" / f"raw{suffix}.csv"
-
-    def names_csv(self, suffix: str = "") -> Path:
-        return self.logs / f"ncu_kernels_mangled{suffix}.csv"
-
-    @property
-    def stages_json(self) -> Path:
-        return self.logs / "stages.json"
 
 
 def worker_argv(python: str, workload: str, params: Params, stages_out: Path | None = None) -> list[str]:

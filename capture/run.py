@@ -21,6 +21,7 @@ from capture.tools import CaptureError, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages
 from capture.workloads.params import Params
+from generator.run_layout import NCU_PASSES
 
 Progress = Callable[[str], None]
 
@@ -245,5 +246,5 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     if cov["selected_missing"]:
         missing = [m for name in cov["selected_missing"] for m in mangled[name]]
         progress(f"ncu: second pass for {len(cov['selected_missing'])} missing kernels")
-        profiled |= _ncu_pass(cfg, ncu, stages, missing, "-retry", man)
+        profiled |= _ncu_pass(cfg, ncu, stages, missing, NCU_PASSES[1], man)
         man.set(coverage={**coverage(top, mangled, profiled), "first_pass": cov})

@@ -6,6 +6,7 @@ A value the input does not carry is NaN (numbers) or None (text) — never a gue
 """
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,3 +144,49 @@ class Dataset:
     @property
     def path(self) -> Path:
         return Path(self.provenance.path)
+
+
+@dataclass
+class VersionInputs:
+    """What a version's inputs were read into (the pipeline's reading → the analyses)."""
+
+    kernel_summary: pd.DataFrame  # KERNEL_SUMMARY_COLUMNS, all stages ("all" + per stage)
+    kernel_metrics: pd.DataFrame  # KERNEL_METRICS_ID_COLUMNS + canonical metrics (per launch)
+    gpus: list[GpuInfo]
+    provenance: list[Provenance]
+    manifest: dict | None = None  # capture run manifest.json when the version came from a run
+
+
+@dataclass(frozen=True)
+class VersionMeta:
+    """What pages show about a version: ``title``/``notes`` map a language code to text."""
+
+    id: str
+    title: dict[str, str]
+    date: datetime.date
+    notes: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class ReportMeta:
+    """What rendering needs to know about the report besides the VersionResult.
+
+    ``id``: report id (slug). ``title``: {lang: text}. ``versions``: every version in report order,
+    oldest first (the last one is the latest; the page of version X compares with the one before
+    it). ``site_url``: the published base URL without the version part (e.g.
+    "https://org.github.io/repo/"), or None when unknown; a version lives at ``<site_url><id>/``.
+    ``langs``: site languages, default language first (e.g. ["en", "zh"]).
+    """
+
+    id: str
+    title: dict[str, str]
+    versions: tuple[VersionMeta, ...]
+    site_url: str | None
+    langs: tuple[str, ...]
+
+    @property
+    def latest(self) -> VersionMeta:
+        return self.versions[-1]
+
+    def version(self, version_id: str) -> VersionMeta:
+        return next(v for v in self.versions if v.id == version_id)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from generator.analyses.result import VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
-from generator.config import ReportMeta, load_report, report_meta
-from generator.inputs import InputCache, version_inputs
+from generator.model import ReportMeta
+from generator.pipeline.config import load_report, report_meta
+from generator.pipeline.inputs import InputCache, version_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "small-vlm-h200" / "report.yaml"

@@ -10,7 +10,7 @@ from capture import cli
 from capture.sweep import apply, label, parse_grid, points, report_yaml
 from capture.tools import CaptureError
 from capture.workloads.params import Params
-from generator.config import load_report
+from generator.pipeline.config import load_report
 
 ROOT = Path(__file__).parent.parent
 

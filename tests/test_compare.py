@@ -15,7 +15,8 @@ import pytest
 from generator.analyses.join import base_name
 from generator.analyses.regression import IMPROVEMENT, REGRESSION, UNCHANGED, match_kernels
 from generator.readers import read
-from generator.analyses.version import AnalysisSettings, analyze_version, write_version_data
+from generator.analyses.version import AnalysisSettings, analyze_version
+from generator.render.data_files import write_version_data
 from generator.cli import main
 from tests.test_version import h200_inputs
 

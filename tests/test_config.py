@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.config import key_path, load_report, report_meta
+from generator.pipeline.config import key_path, load_report, report_meta
 from generator.errors import InputError
 
 from conftest import DATA, ROOT

@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 
 from generator.analyses import findings as F
+from generator.render.findings import render_finding, render_method
 from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.naming import name_kernels
 from generator.analyses.result import Finding
 from generator.analyses.roofline import device_peaks
-from generator.inputs import InputCache, load_manifest, manifest_stages
+from generator.pipeline.inputs import InputCache, load_manifest, manifest_stages
 from generator.model import ALL_STAGES
 from generator.readers import read
 
@@ -193,13 +194,13 @@ def test_find_and_render_every_fired_finding(h200, decode):
                                      "elementwise_fusion_hw", "copy_cast_precision", "launch_overhead",
                                      "latency_bound_majority"]
     for finding in found:
-        en, zh = F.render_finding(finding, "en"), F.render_finding(finding, "zh")
+        en, zh = render_finding(finding, "en"), render_finding(finding, "zh")
         assert en and zh and en != zh
         share = finding.evidence.get("share_pct")
         if share is not None:
             assert f"{share:.1f}" in en and f"{share:.1f}" in zh
     with pytest.raises(jinja2.UndefinedError):
-        F.render_finding(Finding("gemv_decode", "recommendation", {"share_pct": 40.0}), "en")
+        render_finding(Finding("gemv_decode", "recommendation", {"share_pct": 40.0}), "en")
 
 
 @pytest.mark.parametrize("rule, params", [
@@ -211,7 +212,7 @@ def test_find_and_render_every_fired_finding(h200, decode):
 ])
 def test_method_texts_quote_thresholds(rule, params):
     for lang in ("en", "zh"):
-        text = F.render_method(rule, params, lang)
+        text = render_method(rule, params, lang)
         assert ("60" in text) if rule != "sm_dram_margin" else ("5" in text)
         if rule == "roofline":
             assert "4800 GB/s" in text and "206.0" in text

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import yaml
 
-from generator.analyses.naming import CATEGORIES, canonical, kernels_yaml, name_kernels, parse_name
+from generator.analyses.cpp_names import canonical, parse_name
+from generator.analyses.naming import CATEGORIES, kernels_yaml, name_kernels
 
 DATA = Path(__file__).parent / "data"
 

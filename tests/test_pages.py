@@ -11,7 +11,7 @@ import pytest
 import yaml
 from helpers_pages import example_result
 
-from generator.config import VersionMeta
+from generator.model import VersionMeta
 from generator.model import GpuInfo
 from generator.render.markdown import Numbers, escape_text, name_cell
 from generator.render.pages import PAGES, page_file, page_names, render_page, render_version, translator
@@ -123,7 +123,7 @@ def test_roofline_peaks_and_points(rendered) -> None:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_findings_by_kind(rendered, lang: str) -> None:
-    from generator.analyses.findings import render_finding
+    from generator.render.findings import render_finding
 
     result, _, docs = rendered
     t = translator(lang)
@@ -224,7 +224,7 @@ def test_workload_and_commands_from_a_capture_manifest(rendered, tmp_path: Path)
     argv = ["ncu", "--nvtx-include", "prefill/", "--kernel-name", "regex:gemv|gemm", "-o", "ncu/report"]
     with manifest.phase("ncu_profile", [argv]):
         pass
-    with_manifest = dataclasses.replace(result, extra={**result.extra, "manifest": manifest.data})
+    with_manifest = dataclasses.replace(result, manifest=manifest.data)
     text = render_page("index", with_manifest, meta, "en", {})
     _row(text, "| workload | ocr-vlm |")
     _row(text, "| params.new\\_tokens | 8 |")

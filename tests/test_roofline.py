@@ -12,7 +12,7 @@ import pytest
 
 from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.roofline import Peaks, device_peaks, kernel_intensity, roofline_datasets
-from generator.inputs import NCU_CANDIDATES
+from generator.run_layout import ncu_candidates
 from generator.model import GpuInfo
 from generator.readers import read
 from test_classify import decode_rows
@@ -101,7 +101,7 @@ def test_gemm_capture_tensor_flop_is_2mnk():
     mnk = _find_mnk(json.loads(manifests[0].read_text()))
     assert mnk is not None, "manifest.json names no m, n, k"
     run = manifests[0].parent  # a capture run directory: the ncu file the product would read
-    ncu_files = [run / c for c in NCU_CANDIDATES if (run / c).is_file()]
+    ncu_files = [run / c for c in ncu_candidates() if (run / c).is_file()]
     assert ncu_files, "tests/data/gemm has no ncu report or raw CSV where a run keeps them"
     m, n, k = mnk
     for path in ncu_files:  # the product reads the first; every export of the launch must agree

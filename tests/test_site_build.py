@@ -21,9 +21,9 @@ from pandas.testing import assert_frame_equal
 from conftest import DATA, ROOT, BuiltSite
 from generator.cli import main
 from generator.commands.build import EXAMPLE
-from generator.config import load_report
+from generator.pipeline.config import load_report
 from generator.errors import InputError
-from generator.inputs import InputCache, version_inputs
+from generator.pipeline.inputs import InputCache, version_inputs
 
 pytestmark = pytest.mark.slow
 
@@ -96,8 +96,9 @@ def test_version_config(example_site: BuiltSite) -> None:
 
 def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) -> None:
     """With a site URL, a version's config, canonical links and sitemap (dated by the version) use it."""
-    from generator.config import report_meta
-    from generator.render.site import build_version_site, write_mkdocs_config
+    from generator.pipeline.config import report_meta
+    from generator.pipeline.mkdocs_site import build_version_site
+    from generator.render.site import write_mkdocs_config
 
     config = load_report(example_site.report)
     version = config.versions[0]
@@ -105,7 +106,7 @@ def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) 
     shutil.copytree(built / "docs", tmp_path / "v" / "docs")
     meta = report_meta(config, "https://org.github.io/repo/", ["en", "zh"])
     nav = yaml.load((built / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)["nav"]
-    mkdocs_yml = write_mkdocs_config(Path("report.yaml"), meta, version, tmp_path / "v", nav)
+    mkdocs_yml = write_mkdocs_config(Path("report.yaml"), meta, meta.version(version.id), tmp_path / "v", nav)
     assert f'site_url: "https://org.github.io/repo/{version.id}/"' in mkdocs_yml.read_text(encoding="utf-8")
     build_version_site(mkdocs_yml, tmp_path / "site", version.date)
     base = f"https://org.github.io/repo/{version.id}/"
@@ -306,7 +307,7 @@ versions:
 
 def test_strict_build_failure_names_the_warning(example_site: BuiltSite, tmp_path: Path) -> None:
     """A page linking to a missing page fails `mkdocs build --strict`: one InputError with the warning."""
-    from generator.render.site import build_version_site
+    from generator.pipeline.mkdocs_site import build_version_site
 
     config = load_report(example_site.report)
     version = config.versions[0]

@@ -18,10 +18,10 @@ import yaml
 
 from generator.analyses.sweep import BREAK_EVEN_MIN_EXTRA_PCT, LAUNCH_BOUND_IDLE_PCT, SHORT_KERNEL_NS
 from generator.cli import main
-from generator.config import load_report
+from generator.pipeline.config import load_report
 from generator.errors import InputError
-from generator.inputs import InputCache
-from generator.sweep_inputs import sweep_version
+from generator.pipeline.inputs import InputCache
+from generator.pipeline.sweep_inputs import sweep_version
 
 H200 = Path(__file__).parent / "data" / "h200-small"
 SQLITE = H200 / "small_vlm.nsys.sqlite.xz"
@@ -362,7 +362,7 @@ def test_break_even_text_in_both_languages(h200):
     seed = break_even({**rows["prefill"], "launches": 6856, "gpu_time_ns": 154.34e6},
                       {**rows["decode"], "launches": 7422, "gpu_time_ns": 82.39e6})
     result, meta = example_result()
-    result = replace(result, extra={**result.extra, "sweep": replace(sweep, findings=sweep.findings + seed)})
+    result = replace(result, sweep=replace(sweep, findings=sweep.findings + seed))
     cost = rows["decode"]["launch_cost_ns"]
     for lang, words in (("en", "the extra launches pay off"), ("zh", "额外启动是值得的")):
         page = render_page("sweep", result, meta, lang, build_charts(result, translator(lang)))
@@ -395,6 +395,6 @@ def test_multi_stage_runs_leave_the_median_gap_unknown(tmp_path):
     from tests.helpers_pages import example_result
 
     version, meta = example_result()
-    version = replace(version, extra={**version.extra, "sweep": result})
+    version = replace(version, sweep=result)
     page = render_page("sweep", version, meta, "en", build_charts(version, translator("en")))
     assert page.count("median unknown;") == sum(1 for f in result.findings if f.id == "sweep_launch_bound") == 2

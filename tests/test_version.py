@@ -12,8 +12,10 @@ import pytest
 import yaml
 
 from generator.analyses.classify import LATENCY, RULE_CLASSES
-from generator.analyses.version import AnalysisSettings, VersionInputs, analyze_version, write_version_data
-from generator.inputs import InputCache
+from generator.analyses.version import AnalysisSettings, analyze_version
+from generator.model import VersionInputs
+from generator.render.data_files import write_version_data
+from generator.pipeline.inputs import InputCache
 
 H200 = Path(__file__).parent / "data" / "h200-small"
 STAGES = ("all", "vision", "projector", "prefill", "decode")

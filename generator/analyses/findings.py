@@ -3,7 +3,7 @@
 A rule that does not fire yields nothing. A rule that fires yields :class:`Finding` objects whose
 ``evidence`` holds every number its EN/ZH text quotes; the text lives in
 ``templates/findings/<id>.<lang>.md.j2`` (Jinja2, StrictUndefined) and is rendered by
-:func:`render_finding`.
+:func:`generator.render.findings.render_finding`.
 
 Time shares come from the nsys kernel summary (``time_pct`` of a stage) and kernel categories
 from the naming module (``KernelName.category``); per-kernel hardware numbers from the classified
@@ -12,11 +12,8 @@ profiled kernels (ncu).
 from __future__ import annotations
 
 import math
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-import jinja2
 import pandas as pd
 
 from generator.analyses.classify import COMPUTE, LATENCY, MEMORY, SMALL_GRID, UNKNOWN
@@ -24,8 +21,6 @@ from generator.analyses.result import Finding
 from generator.analyses.roofline import Peaks
 from generator.model import ALL_STAGES
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "findings"
-LANGS = ("en", "zh")
 DECODE_STAGE = "decode"
 
 MATVEC_DECODE_SHARE_PCT = 30.0  # matrix-product share of decode kernel time at/above this → batching
@@ -217,20 +212,3 @@ def find(kernels: pd.DataFrame, summary: pd.DataFrame, names: dict[str, Any], pe
         *l2_sizing(kernels),
         *tensor_underused(kernels, peaks),
     ]
-
-
-@cache
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=False, autoescape=False)
-
-
-def render_finding(finding: Finding, lang: str) -> str:
-    """The finding's Markdown text in ``lang`` ("en" | "zh") from its template and evidence."""
-    template = _env().get_template(f"{finding.id}.{lang}.md.j2")
-    return template.render(**finding.evidence, kernel_names=list(finding.kernels)).strip()
-
-
-def render_method(rule: str, params: dict[str, Any], lang: str) -> str:
-    """The classification method section for ``rule`` in ``lang``, quoting its thresholds."""
-    return _env().get_template(f"method_{rule}.{lang}.md.j2").render(**params).strip()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from generator.analyses.naming import canonical, parse_name
+from generator.analyses.cpp_names import canonical, parse_name
 from generator.model import ALL_STAGES
 
 JOIN_COLUMNS = ["summary_stage", "summary_name", "stage_time_pct", "total_ns", "count", "ambiguous"]

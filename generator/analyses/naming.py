@@ -1,22 +1,23 @@
 """Kernel naming: raw profiler names → friendly name, library, category, data shapes, EN/ZH text.
 
-Code holds only name patterns; every word a reader sees comes from templates/kernel_families.yaml.
-The C++ name parsing here (``parse_name``, ``canonical``) is also what join.py matches names with.
+The recognizers (generator.analyses.recognizers) find a name's family and values; every word a
+reader sees comes from templates/kernel_families.yaml; here they are put together and made unique.
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-FAMILIES_PATH = Path(__file__).resolve().parents[2] / "templates" / "kernel_families.yaml"
+from generator.analyses.cpp_names import canonical, parse_name
+from generator.analyses.recognizers import DTYPE_CODES, Match, recognize
+from generator.resources import TEMPLATES
 
+FAMILIES_PATH = TEMPLATES / "kernel_families.yaml"
 CATEGORIES = (
     "gemv", "gemm", "attention", "elementwise", "reduce", "norm", "softmax", "copy", "cat",
     "index", "conv", "moe", "comm", "triton", "other",
@@ -33,552 +34,6 @@ class KernelName:
     description: dict  # {"en": str, "zh": str}
 
 
-# ---------------------------------------------------------------- C++ demangled-name parsing
-
-_ANON = re.compile(r"\(anonymous namespace\)|<unnamed>")
-_LAMBDA_NSYS = re.compile(r"\[lambda\((.*?)\) \(instance (\d+)\)\]")
-_LAMBDA_GCC = re.compile(r"\{lambda\((.*?)\)#(\d+)\}")
-_CAST = re.compile(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool|unsigned)\)\s*")
-_INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
-_SCOPES = re.compile(r"(?:[A-Za-z_]\w*::)+")
-_OPEN, _CLOSE = "<([{", ">)]}"
-
-
-@dataclass(frozen=True)
-class ParsedName:
-    """A demangled kernel name split at its top level (return type and parameters dropped)."""
-
-    scopes: tuple[str, ...]  # enclosing namespaces/classes, e.g. ("at", "native")
-    base: str  # function name without scope or template arguments
-    template_args: tuple[str, ...]  # top-level template arguments as written
-    truncated: bool  # the name ended inside its template argument list
-
-
-def _split_top(text: str, sep: str) -> list[str]:
-    """Split ``text`` at ``sep`` where no bracket is open."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE and depth:
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    parts.append(text[start:])
-    return parts
-
-
-def parse_name(raw: str) -> ParsedName:
-    """Parse nsys/ncu/Kineto kernel names: `void ns::f<T…>(params)`, `f`, `ret<…>::type ns::f<…>(…)`."""
-    s = _ANON.sub("_anon_", raw.strip())
-    angle = paren = 0
-    cut, last_space = len(s), -1
-    for i, ch in enumerate(s):
-        if ch == "<":
-            angle += 1
-        elif ch == ">" and angle:
-            angle -= 1
-        elif ch == "(":
-            if angle == 0 and paren == 0 and i > 0:
-                cut = i
-                break
-            paren += 1
-        elif ch == ")" and paren:
-            paren -= 1
-        elif ch == " " and angle == 0 and paren == 0:
-            last_space = i
-    head = s[last_space + 1 : cut].strip()
-    *scopes, last = _split_top(head, "::")
-    lt = last.find("<")
-    if lt < 0:
-        return ParsedName(tuple(scopes), last, (), False)
-    inner = last[lt + 1 :]
-    depth = 0
-    for ch in inner:
-        depth += ch == "<"
-        depth -= ch == ">"
-    truncated = depth >= 0  # the closing '>' of the argument list is missing
-    if not truncated:
-        inner = inner[: inner.rfind(">")]
-    args = tuple(a.strip() for a in _split_top(inner, ",") if a.strip())
-    return ParsedName(tuple(scopes), last[:lt], args, truncated)
-
-
-def canonical(text: str) -> str:
-    """One spelling for what nsys, ncu and Kineto print differently: scopes, casts, lambdas, spaces."""
-    text = _ANON.sub("_anon_", text)
-    text = _LAMBDA_NSYS.sub(r"lambda(\1)#\2", text)
-    text = _LAMBDA_GCC.sub(r"lambda(\1)#\2", text)
-    text = _CAST.sub("", text)
-    text = re.sub(r"\btrue\b", "1", text)
-    text = re.sub(r"\bfalse\b", "0", text)
-    text = _INT_SUFFIX.sub(r"\1", text)
-    text = _SCOPES.sub("", text)
-    text = re.sub(r"\b(?:const|void)\b", "", text)
-    text = re.sub(r"\s+", "", text)
-    return _drop_scope_parameters(text)
-
-
-def _drop_scope_parameters(text: str) -> str:
-    """`f(at::TensorIteratorBase &, const T1 &)::lambda` → `f()::lambda`: nsys prints template
-    parameters in an enclosing function's parameter list where Kineto prints the substituted types."""
-    end = text.find(")::")
-    while end >= 0:
-        depth, start = 0, end
-        while start >= 0:
-            depth += {")": 1, "(": -1}.get(text[start], 0)
-            if depth == 0:
-                break
-            start -= 1
-        text = text[: max(start, 0)] + "()" + text[end + 1 :]
-        end = text.find(")::", max(start, 0) + 2)
-    return text
-
-
-# ---------------------------------------------------------------- patterns → family, op, params
-
-_ID = r"(?<![A-Za-z0-9])"  # identifier edge where '_' separates tokens
-_DTYPES_CPP = (
-    ("BF16", re.compile(r"BFloat16|__nv_bfloat16|\bbfloat16_t\b")),
-    ("FP16", re.compile(r"c10::Half\b|\b__half\b|\bhalf_t\b|\bhalf\b")),
-    ("FP32", re.compile(r"\bfloat\b")),
-    ("FP64", re.compile(r"\bdouble\b")),
-)
-_DTYPES_FLAT = (
-    ("BF16", re.compile(_ID + r"bf16")),
-    ("FP16", re.compile(_ID + r"(?:fp16|f16|h\d*gemm|half)")),
-    ("TF32", re.compile(r"tf32|tensorop_s1688")),
-    ("FP32", re.compile(_ID + r"(?:fp32|f32|s\d*gemm|scudnn|float)")),
-    ("FP64", re.compile(_ID + r"(?:fp64|f64|d\d*gemm|double)")),
-)
-_NCCL_DTYPES = {
-    "bf16": "BF16", "f16": "FP16", "half": "FP16", "f32": "FP32", "float": "FP32",
-    "f64": "FP64", "double": "FP64", "i8": "INT8", "int8_t": "INT8", "u8": "UINT8",
-    "uint8_t": "UINT8", "i32": "INT32", "int32_t": "INT32", "u32": "UINT32", "i64": "INT64",
-    "int64_t": "INT64", "u64": "UINT64", "f8e4m3": "FP8", "f8e5m2": "FP8",
-}
-_DTYPE_CODES = {"BF16", "FP16", "TF32", "FP32", "FP64", "INT64", "INT32"}
-_NCCL_ALGOS = {"RING", "TREE", "NVLS", "NVLSTREE", "COLLNET", "COLLNETDIRECT", "COLLNETCHAIN", "PAT"}
-_NCCL_PROTOS = {"LL", "LL128", "SIMPLE"}
-_NCCL_REDOPS = {"Sum", "Prod", "Max", "Min", "PreMulSum", "SumPostDiv"}
-
-_ELEMENTWISE_OPS = (
-    ("direct_copy", r"direct_copy_kernel"),
-    ("bf16_copy", r"bfloat16_copy_kernel"),
-    ("fp16_copy", r"(?:float16|half)_copy_kernel"),
-    ("fp32_copy", r"float32_copy_kernel"),
-    ("mul", r"MulFunctor|\bmul_kernel"),
-    ("add", r"CUDAFunctor(?:OnSelf|OnOther)?_add|AddFunctor|\badd_kernel"),
-    ("sub", r"SubFunctor|\bsub_kernel"),
-    ("div", r"Div\w*Functor|\bdiv_(?:true|floor|trunc)_kernel"),
-    ("silu", r"silu_kernel"),
-    ("gelu", r"[Gg]elu"),
-    ("relu", r"threshold_kernel|relu"),
-    ("sigmoid", r"sigmoid_kernel"),
-    ("tanh", r"\btanh_kernel"),
-    ("neg", r"\bneg_kernel"),
-    ("rsqrt", r"\brsqrt_kernel"),
-    ("pow", r"\bpow_(?:tensor|kernel)"),
-    ("exp", r"\bexp2?_kernel"),
-    ("log", r"\blog(?:2|10|1p)?_kernel"),
-    ("sin", r"\bsin_kernel"),
-    ("cos", r"\bcos_kernel"),
-    ("abs", r"AbsFunctor|\babs_kernel"),
-    ("sign", r"\bsign_kernel"),
-    ("clamp", r"clamp"),
-    ("where", r"where_kernel"),
-    ("compare", r"compare_scalar|CompareFunctor|\b(?:eq|ne|lt|gt|le|ge)_kernel"),
-    ("logical", r"logical_(?:and|or|not|xor)"),
-    ("fill", r"FillFunctor|\bfill_kernel"),
-    ("arange", r"arange|linspace|range_cuda"),
-    ("random", r"distribution_|normal_kernel|uniform_kernel|random_"),
-    ("dropout", r"dropout"),
-    ("multi_tensor", r"multi_tensor_apply"),
-)
-_REDUCE_OPS = (
-    ("mean", r"MeanOps"), ("argmax", r"ArgMaxOps"), ("argmin", r"ArgMinOps"),
-    ("sum", r"sum_functor|SumOps"), ("max", r"MaxOps|max_(?:kernel|values)"),
-    ("min", r"MinOps|min_(?:kernel|values)"), ("norm", r"Norm\w*Ops"), ("welford", r"WelfordOps"),
-    ("prod", r"prod_functor|ProdOps"), ("logical", r"and_kernel|or_kernel|Logical"),
-)
-_MOE_OPS = (
-    ("topk", r"[Tt]op[Kk]|sbtopk|radixFindKthValues|KthCounts"),
-    ("sort", r"[Ss]ort"),
-    ("histc", r"[Hh]istogram|bincount"),
-    ("index_add", r"indexFunc(?:Small|Large)Index|index_add"),
-)
-_INDEX_OPS = (
-    ("index_select", r"indexSelect"), ("embedding_bwd", r"embedding_backward|indexing_backward|EmbeddingBag\w*[Bb]ackward|compute_grad_weight"),
-    ("index_put", r"index_put"), ("scatter", r"scatter"), ("gather", r"gather"),
-    ("index", r"index\w*kernel"),
-)
-_NORM_OPS = (
-    ("layer_norm_bwd", r"(?i:layer_?norm\w*(?:backward|grad))|GammaBetaBackward"),
-    ("rms_norm", r"(?i:rms_?norm)"), ("layer_norm", r"(?i:layer_?norm)"),
-    ("moments", r"RowwiseMoments"), ("group_norm", r"(?i:group_?norm)|ComputeFusedParams"),
-    ("batch_norm", r"(?i:batch_?norm)"),
-)
-_POOL_OPS = (("max_pool", r"(?i:max_?pool)"), ("avg_pool", r"(?i:av\w*_?pool)"))
-_THRUST_OPS = (("reduce", r"Reduce"), ("scan", r"[Ss]can"), ("sort", r"[Ss]ort"))
-
-
-def _first_op(table: tuple[tuple[str, str], ...], text: str) -> str:
-    for op, pattern in table:
-        if re.search(pattern, text):
-            return op
-    return "generic"
-
-
-def _present(*values: str | None) -> list[str]:
-    return [v for v in values if v]
-
-
-def _dtype_cpp(text: str) -> str | None:
-    """Storage type of a templated kernel: 16-bit types win over float (the accumulator type)."""
-    for dtype, pattern in _DTYPES_CPP:
-        if pattern.search(text):
-            return dtype
-    if re.search(r"<long>|lambda\(long\)", text):
-        return "INT64"
-    return "INT32" if "<int>" in text else None
-
-
-def _dtype_flat(text: str) -> str | None:
-    """Data type from a flat library kernel name such as ampere_fp16_s16816gemm_…"""
-    lower = text.lower()
-    for dtype, pattern in _DTYPES_FLAT:
-        if pattern.search(lower):
-            return dtype
-    return None
-
-
-def _gemm_tile(m: int, n: int, k: int | None = None, **extra: Any) -> dict:
-    tile: dict[str, Any] = {"tile_m": m, "tile_n": n}
-    if k is not None:
-        tile["tile_k"] = k
-    tile.update({key: value for key, value in extra.items() if value is not None})
-    if k is not None:
-        tile["shape"] = f"({m}, {k}), ({k}, {n}) -> ({m}, {n})"
-    return tile
-
-
-def _attention_tile(block_m: int, block_n: int, head_dim: int | None, **extra: Any) -> dict:
-    tile: dict[str, Any] = {"block_m": block_m, "block_n": block_n}
-    tile.update({key: value for key, value in extra.items() if value is not None})
-    if head_dim is not None:
-        d = head_dim
-        tile["shape"] = (f"Q_tile:({block_m}, {d}), K_tile:({block_n}, {d}), V_tile:({block_n}, {d})"
-                         f" -> O_tile:({block_m}, {d})")
-    return tile
-
-
-@dataclass
-class _Match:
-    """What the patterns found: family, op and the values that go into names and shapes."""
-
-    family: str
-    op: str | None = None
-    short: str = ""
-    details: list[str] = field(default_factory=list)
-    variant: str | None = None  # key of `variants` in the templates
-    fixed: dict | None = None
-    tiled: dict | None = None
-    coll: str = ""
-
-
-def _nvjet(p: ParsedName, raw: str) -> _Match | None:
-    """nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT: tile, K tile x stages, cluster, raster, flags, layout."""
-    if not p.base.startswith("nvjet_"):
-        return None
-    m = re.match(r"nvjet_(?:sm\d+_)?\w*?_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_([hv])_(\w*?)_?([NT]{2,3})$", p.base)
-    if not m:
-        return _Match("nvjet_gemm")
-    tm, tn, tk, stages, cm, cn = (int(g) for g in m.groups()[:6])
-    flags = [f for f in m.group(8).split("_") if f and f != "bz"]
-    cluster, layout = f"{cm}x{cn}", m.group(9)
-    tiled = _gemm_tile(tm, tn, tk, stages=stages, cluster=cluster, layout=layout)
-    return _Match("nvjet_gemm", details=[f"{tm}x{tn}x{tk}", cluster, *flags, layout], tiled=tiled)
-
-
-def _cublas_gemm(p: ParsedName, raw: str) -> _Match | None:
-    if not re.match(r"(?:sm\d+|maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell)_\w*gemm", p.base):
-        return None
-    s = p.base
-    size = re.search(r"tilesize(\d+)x(\d+)x(\d+)", s)
-    stages = re.search(r"stages?_?(\d+)x(\d+)", s)
-    layout = re.search(r"_(nn|nt|tn|tt)(?=_|$)", s)
-    if size:
-        stage = re.search(r"_stage(\d+)", s)
-        tiled = _gemm_tile(int(size[1]), int(size[2]), int(size[3]),
-                           stages=int(stage[1]) if stage else None, layout=layout and layout[1])
-    elif tile := re.search(r"_(\d+)x(\d+)(?=_)", s):
-        k, st = (int(stages[1]), int(stages[2])) if stages else (None, None)
-        tiled = _gemm_tile(int(tile[1]), int(tile[2]), k, stages=st, layout=layout and layout[1])
-    else:
-        tiled = None
-    tile_text = [f"{tiled['tile_m']}x{tiled['tile_n']}"] if tiled else []
-    details = _present(_dtype_flat(s)) + tile_text + ([layout[1]] if layout else [])
-    return _Match("cublas_gemm", details=details, tiled=tiled)
-
-
-def _cutlass(p: ParsedName, raw: str) -> _Match | None:
-    if "Mainloop" in raw or "GemmUniversal" in raw or "cutlass::gemm::kernel" in raw:
-        grouped = re.search(r"Group|PtrArray", raw) is not None
-        tiled = _cutlass3_tile(raw)
-        details = _present(_dtype_cpp(raw))
-        if tiled:
-            details.append(f"{tiled['tile_m']}x{tiled['tile_n']}x{tiled['tile_k']}")
-        return _Match("cutlass3_grouped" if grouped else "cutlass3_gemm", details=details, tiled=tiled)
-    flat = re.search(r"cutlass_\d+_(?:tensorop|simt|wmma)_\w+", raw)
-    if flat:
-        s = flat[0]
-        tile = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_", s)
-        layout = re.search(r"_(nn|nt|tn|tt)(?:_align(\d+))?$", s)
-        tiled = None
-        if tile:
-            tiled = _gemm_tile(int(tile[1]), int(tile[2]), int(tile[3]), stages=int(tile[4]),
-                               layout=layout and layout[1],
-                               alignment=int(layout[2]) if layout and layout[2] else None)
-        details = _present(_dtype_flat(s))
-        if tiled:
-            details.append(f"{tiled['tile_m']}x{tiled['tile_n']}x{tiled['tile_k']}")
-        details += [e for e in ("relu", "gelu", "bias") if f"_{e}_" in s] + ([layout[1]] if layout else [])
-        return _Match("cutlass2_gemm", details=details, tiled=tiled)
-    if p.scopes[:1] == ("cutlass",):
-        return _Match("cutlass_other")
-    return None
-
-
-def _balanced_end(text: str, start: int) -> int:
-    """Index just past the '>' closing the '<' at ``start``."""
-    depth = 0
-    for i in range(start, len(text)):
-        depth += text[i] == "<"
-        depth -= text[i] == ">"
-        if depth == 0:
-            return i + 1
-    return len(text)
-
-
-_TRIPLE = re.compile(r"C<(?:\(int\))?(\d+)>,\s*(?:cute::)?C<(?:\(int\))?(\d+)>,\s*(?:cute::)?C<(?:\(int\))?(\d+)>")
-
-
-def _cutlass3_tile(raw: str) -> dict | None:
-    """CollectiveMma<MainloopSm90…<Stages, ClusterShape, …>, TileShape, …>: tile follows the policy."""
-    policy = re.search(r"Mainloop\w*<", raw)
-    if not policy:
-        return None
-    end = _balanced_end(raw, policy.end() - 1)
-    inside = raw[policy.end() : end]
-    stages = re.match(r"\s*(?:\(int\))?(\d+)\s*,", inside)
-    cluster = _TRIPLE.search(inside)
-    tile = _TRIPLE.search(raw, end)
-    if not tile:
-        return None
-    return _gemm_tile(int(tile[1]), int(tile[2]), int(tile[3]),
-                      stages=int(stages[1]) if stages else None,
-                      cluster="x".join(cluster.groups()) if cluster else None)
-
-
-def _flash(p: ParsedName, raw: str) -> _Match | None:
-    if p.base.startswith("fmha_fwd") and "FMHA_kernel_traits" in raw:
-        t = re.search(r"FMHA_kernel_traits<" + r",\s*".join([r"(?:\(int\))?(\d+)"] * 5), raw)
-        details = _present(_dtype_cpp(raw))
-        if not t:
-            return _Match("fmha_v1", details=details)
-        seq, hd, step, wm, wn = (int(g) for g in t.groups())
-        details.append(f"hdim {hd}")
-        return _Match("fmha_v1", details=details, fixed={"head_dim": hd},
-                      tiled={"seq_tile": seq, "step": step, "warps": f"{wm}x{wn}"})
-    if not ({"flash", "pytorch_flash"} & set(p.scopes) or "flash::" in raw):
-        return None
-    if "combine" in p.base:
-        family = "flash_combine"
-    elif "splitkv" in p.base.lower():
-        family = "flash_splitkv"
-    elif "bwd" in p.base.lower() or "Bwd" in raw:
-        family = "flash_bwd"
-    else:
-        family = "flash_fwd"
-    details = _present(_dtype_cpp(raw))
-    t = re.search(r"Flash_(?:fwd|bwd)_kernel_traits<" + r",\s*".join([r"(?:\(int\))?(\d+)"] * 4), raw)
-    if not t:
-        return _Match(family, details=details)
-    hd, bm, bn, warps = (int(g) for g in t.groups())
-    details += [f"hdim {hd}", f"{bm}x{bn}"]
-    return _Match(family, details=details, fixed={"head_dim": hd},
-                  tiled=_attention_tile(bm, bn, hd, warps=warps))
-
-
-def _memeff(p: ParsedName, raw: str) -> _Match | None:
-    m = re.search(r"fmha_cutlass([FB])_(\w+?)_(aligned|notaligned)_(\d+)x(\d+)_(rf|gmem)_sm\d+", raw)
-    if m:
-        q, k = int(m[4]), int(m[5])
-        fixed = {"max_head_dim": k} if m[6] == "rf" else None
-        details = _present(_dtype_flat("_" + m[2])) + [f"{q}x{k}"]
-        return _Match("memeff_fwd" if m[1] == "F" else "memeff_bwd", details=details, fixed=fixed,
-                      tiled=_attention_tile(q, k, None))
-    if "PyTorchMemEffAttention" in raw or "AttentionKernel<" in raw and "cutlass" in raw:
-        family = "memeff_bwd" if "Backward" in raw else "memeff_fwd"
-        return _Match(family, details=_present(_dtype_cpp(raw)))
-    return None
-
-
-_CONV = re.compile(r"implicit_convolve|scudnn|xmma_(?:fprop|dgrad|wgrad)|winograd|dgrad_engine|wgrad_alg"
-                   r"|fft2d_|Offsets\w*Kernel|reduce_wgrad")
-_CONV_OPS = (("helper", r"Offsets\w*Kernel|reduce_wgrad"), ("winograd", r"(?i:winograd)"), ("fft", r"fft"),
-             ("wgrad", r"(?i:wgrad)"), ("dgrad", r"dgrad"))
-_CUDNN_BARE = re.compile(r"implicit_convolve|wgrad_alg|dgrad_engine|fft2d_|sm\d+_xmma_(?:fprop|dgrad|wgrad)")
-
-
-def _cudnn(p: ParsedName, raw: str) -> _Match | None:
-    sdpa = re.search(r"sdpa_(sm\d+)_\w*?(fprop|bprop)\w*?_(\d+)x(\d+)x(\d+)_(\d+x\d+x\d+)_cga(\d+x\d+x\d+)", raw)
-    if sdpa:
-        tile = f"{sdpa[3]}x{sdpa[4]}x{sdpa[5]}"
-        return _Match("cudnn_sdpa_fwd" if sdpa[2] == "fprop" else "cudnn_sdpa_bwd",
-                      details=[sdpa[1], tile], tiled={"tile": tile, "warps": sdpa[6], "cga": sdpa[7]})
-    if "sdpa" in raw and "cudnn" in raw:
-        return _Match("cudnn_sdpa_bwd" if "bprop" in raw else "cudnn_sdpa_fwd")
-    cudnn = "cudnn" in raw.lower() or _CUDNN_BARE.match(p.base)
-    if cudnn and _CONV.search(raw):
-        size = re.search(r"tilesize(\d+)x(\d+)x(\d+)", raw) or re.search(r"scudnn_(?:winograd_)?(\d+)x(\d+)", raw)
-        details = _present(_dtype_cpp(raw) if "<" in raw else _dtype_flat(p.base))
-        tiled = None
-        if size:
-            tiled = _gemm_tile(int(size[1]), int(size[2]), int(size[3]) if size.lastindex == 3 else None)
-            details.append(f"{size[1]}x{size[2]}")
-        return _Match("cudnn_conv", op=_first_op(_CONV_OPS, raw), details=details, tiled=tiled)
-    if not cudnn:
-        return None
-    if re.search(r"\bbn_(?:fw|bw)", raw):
-        return _Match("cudnn_bn", details=_present(_dtype_cpp(raw)))
-    if re.search(r"nchwToNhwc|nhwcToNchw", raw):
-        return _Match("cudnn_layout", details=_present(_dtype_cpp(raw)))
-    if "reduction" in p.base:
-        return _Match("cudnn_reduce")
-    return _Match("cudnn_other")
-
-
-def _cublas_misc(p: ParsedName, raw: str) -> _Match | None:
-    if re.search(r"gemv", " ".join((*p.scopes, p.base)), re.IGNORECASE):
-        return _Match("gemv", details=_present(_dtype_cpp(raw)))
-    if p.base == "splitKreduce_kernel":
-        return _Match("cublaslt_splitk" if "cublasLt" in p.scopes else "cublas_splitk",
-                      details=_present(_dtype_cpp(raw)))
-    if "cublasLt" in raw and ("epilogue" in p.scopes or "Epilogue" in raw):
-        return _Match("cublaslt_epilogue", details=_present(_dtype_cpp(raw)))
-    if "cublasLt" in p.scopes:
-        return _Match("cublaslt_other")
-    return None
-
-
-def _nccl(p: ParsedName, raw: str) -> _Match | None:
-    if not re.match(r"nccl(?:Dev)?Kernel_", p.base):
-        return None
-    rest = p.base.split("_", 1)[1]
-    coll, _, rest = rest.partition("_")
-    parts = rest.split("_")
-    dtype = re.search(r"(?:^|_)(" + "|".join(sorted(_NCCL_DTYPES, key=len, reverse=True)) + r")(?:_|$)", rest)
-    details = [_NCCL_DTYPES[dtype[1]]] if dtype else []
-    details += [x for x in parts if x in _NCCL_REDOPS]
-    algo = [x for x in parts if x in _NCCL_ALGOS]
-    proto = [x for x in parts if x in _NCCL_PROTOS]
-    if algo or proto:
-        details.append("/".join(algo + proto))
-    return _Match("nccl", coll=coll, details=details)
-
-
-def _triton(p: ParsedName, raw: str) -> _Match | None:
-    if not p.base.startswith("triton"):
-        return None
-    m = re.match(r"triton_(poi|red|per|tem)_(\w+)", p.base)
-    if not m:
-        return _Match("triton", op="generic", short=p.base)
-    op = {"poi": "pointwise", "red": "reduction", "per": "persistent", "tem": "template"}[m[1]]
-    return _Match("triton", op=op, details=[_shorten(m[2])])
-
-
-def _aten(p: ParsedName, raw: str) -> _Match | None:
-    base = p.base
-    aten = p.scopes[:1] == ("at",) or p.scopes[:1] == ("_anon_",) and "at::" in "".join(p.template_args)
-    if base.startswith("softmax_warp") or base.startswith("cunn_SoftMax") or aten and "softmax" in base.lower():
-        op = "backward" if re.search(r"[Bb]ackward|bwd", base) else "forward"
-        return _Match("aten_softmax", op=op, details=_present(_dtype_cpp(raw)))
-    if not aten:
-        return None
-    dtype = _present(_dtype_cpp(raw))
-    if base.startswith("CatArrayBatchedCopy"):
-        variant = "vectorized" if "vectorized" in base else "aligned" if "aligned16" in base else None
-        return _Match("aten_cat", details=_cat_details(p), variant=variant)
-    if base == "reduce_kernel":
-        return _Match("aten_reduce", op=_first_op(_REDUCE_OPS, raw), details=dtype)
-    if (op := _first_op(_MOE_OPS, base)) != "generic":
-        return _Match("aten_moe", op=op, details=dtype)
-    if re.search(r"elementwise|dropout|multi_tensor_apply", base) and not base.startswith("index"):
-        variant = next((v for v in ("vectorized", "unrolled") if base.startswith(v)), None)
-        return _Match("aten_elementwise", op=_first_op(_ELEMENTWISE_OPS, raw), details=dtype, variant=variant)
-    if re.search(r"(?i:index|gather|scatter|embedding|take_kernel|masked_)", base):
-        return _Match("aten_index", op=_first_op(_INDEX_OPS, base), details=dtype)
-    if (op := _first_op(_NORM_OPS, base)) != "generic":
-        return _Match("aten_norm", op=op, details=dtype)
-    if (op := _first_op(_POOL_OPS, base)) != "generic":
-        return _Match("aten_pool", op=op, details=dtype)
-    return _Match("aten_other", details=dtype)
-
-
-def _cat_details(p: ParsedName) -> list[str]:
-    args = [canonical(a) for a in p.template_args]
-    details = []
-    if args:
-        opaque = re.match(r"OpaqueType<(\d+)>", args[0])
-        if opaque:
-            details.append(f"{opaque[1]}B")
-        elif dtype := _dtype_cpp(p.template_args[0]):
-            details.append(dtype)
-    if len(args) >= 4 and args[2].lstrip("-").isdigit() and args[3].isdigit():
-        details += [f"dims={args[2]}", f"batch={args[3]}"]
-    return details
-
-
-def _thrust(p: ParsedName, raw: str) -> _Match | None:
-    if p.scopes[:1] not in (("thrust",), ("cub",)):
-        return None
-    short = p.base
-    if p.base == "_kernel_agent" and p.template_args:
-        short = parse_name(p.template_args[0]).base
-    return _Match("thrust", op=_first_op(_THRUST_OPS, short), short=short)
-
-
-_RULES: tuple[Callable[[ParsedName, str], _Match | None], ...] = (
-    _nccl, _triton, _flash, _memeff, _cudnn, _cublas_misc, _nvjet, _cutlass, _cublas_gemm, _aten,
-    _thrust,
-)
-
-
-def _shorten(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def classify(raw: str) -> _Match:
-    """The first pattern rule that recognizes ``raw``, else the 'unknown' family."""
-    parsed = parse_name(raw)
-    for rule in _RULES:
-        found = rule(parsed, raw)
-        if found is not None:
-            if not found.short:
-                found.short = _shorten(parsed.base)
-            return found
-    return _Match("unknown", short=_shorten(parsed.base or raw.strip()))
-
-
-# ---------------------------------------------------------------- words and assembly
-
-
 @cache
 def families() -> dict[str, Any]:
     """templates/kernel_families.yaml, loaded once."""
@@ -586,23 +41,23 @@ def families() -> dict[str, Any]:
         return yaml.safe_load(fh)
 
 
-def _words(match: _Match) -> tuple[dict, dict]:
+def _words(match: Match) -> tuple[dict, dict]:
     """(family entry, op entry or {}) from the templates."""
     family = families()["families"][match.family]
     op = family.get("ops", {}).get(match.op or "", {}) if match.op else {}
     return family, op
 
 
-def _label_and_details(match: _Match) -> tuple[str, list[str]]:
+def _label_and_details(match: Match) -> tuple[str, list[str]]:
     family, op = _words(match)
     label = (op.get("label") or family["label"]).format(short=match.short, coll=match.coll)
     details = list(match.details)
     if match.variant:  # after the data type, as in the seed: "Elementwise Multiply (BF16, vec)"
-        details.insert(1 if details and details[0] in _DTYPE_CODES else 0, families()["variants"][match.variant])
+        details.insert(1 if details and details[0] in DTYPE_CODES else 0, families()["variants"][match.variant])
     return label, details
 
 
-def _kernel_name(raw: str, match: _Match, friendly: str) -> KernelName:
+def _kernel_name(raw: str, match: Match, friendly: str) -> KernelName:
     family, op = _words(match)
     fmt = {"op_en": op.get("en", ""), "op_zh": op.get("zh", "")}
     generic = op.get("generic", family.get("generic"))
@@ -640,7 +95,7 @@ def name_kernels(raw_names: Iterable[str]) -> dict[str, KernelName]:
     raws = list(dict.fromkeys(raw_names))
     labelled = {}
     for raw in raws:
-        match = classify(raw)
+        match = recognize(raw)
         labelled[raw] = (match, *_label_and_details(match))
     groups: dict[str, list[str]] = defaultdict(list)
     for raw, (_, label, details) in labelled.items():

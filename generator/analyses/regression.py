@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.join import base_name
-from generator.analyses.naming import canonical, parse_name
+from generator.analyses.cpp_names import canonical, parse_name
 
 LOWER, HIGHER = "lower", "higher"
 #: Metric → which direction is better. Time up is worse; throughput, occupancy and cache hit

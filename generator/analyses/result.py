@@ -5,7 +5,7 @@ Every number here traces to an input row; missing data is NaN/None and is shown 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -29,6 +29,20 @@ class Finding:
 
 
 @dataclass
+class SweepResult:
+    """A version's sweep page (analyses.sweep): configs (sweep.CONFIG_COLUMNS), deltas
+    (sweep.DELTA_COLUMNS), findings and the thresholds the page quotes."""
+
+    baseline: str
+    configs: pd.DataFrame
+    deltas: pd.DataFrame
+    findings: list[Finding]
+    short_kernel_ns: float
+    launch_bound_idle_pct: float
+    break_even_min_extra_pct: float
+
+
+@dataclass
 class VersionResult:
     version_id: str
     stages: list[str]  # NVTX stages present, in capture order; "all" first
@@ -37,6 +51,7 @@ class VersionResult:
     top_kernels: dict[str, pd.DataFrame]
     #: kernels.yaml entries (schema of seed 003, descriptions {en, zh})
     kernel_names: list[dict[str, Any]]
+    kernels_yaml: str  # the same entries as data/kernels.yaml text
     #: one row per profiled kernel (classify.profiled_kernels): canonical metrics (means over its
     #: launches) + name, friendly_name, library, category, ncu_name, launches, class, qualifier,
     #: stage, stage_time_pct (share of its stage's time, from the nsys ↔ ncu join)
@@ -52,7 +67,8 @@ class VersionResult:
     gpu: GpuInfo | None
     provenance: list[Provenance]
     comparison: dict[str, Any] | None = None  # vs the previous version, None for the first
-    extra: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] | None = None  # capture run manifest.json when the version came from one run
+    sweep: SweepResult | None = None  # when the version declares a sweep
 
     def summary(self) -> dict[str, Any]:
         """data/summary.json content (machine-readable, stable keys)."""

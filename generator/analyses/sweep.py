@@ -8,14 +8,12 @@ its numbers are known; its evidence holds every number the page quotes (words: t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from generator.analyses.result import Finding
-from generator.analyses.version import FLOAT_FORMAT
+from generator.analyses.result import Finding, SweepResult
 
 #: A kernel (by name) whose median launch is shorter than this is "short" (ns).
 SHORT_KERNEL_NS = 10_000.0
@@ -59,19 +57,6 @@ class SweepConfig:
     kernel_summary: pd.DataFrame  # model.KERNEL_SUMMARY_COLUMNS; rows of other stages are ignored
     timeline: pd.DataFrame | None  # nsys_sqlite.TIMELINE_COLUMNS of ``stages``; None without an nsys export
     kernel_metrics: pd.DataFrame  # per profiled launch: canonical ncu metrics
-
-
-@dataclass
-class SweepResult:
-    """A version's sweep page: configs (CONFIG_COLUMNS), deltas (DELTA_COLUMNS) and findings."""
-
-    baseline: str
-    configs: pd.DataFrame
-    deltas: pd.DataFrame
-    findings: list[Finding] = field(default_factory=list)
-    short_kernel_ns: float = SHORT_KERNEL_NS
-    launch_bound_idle_pct: float = LAUNCH_BOUND_IDLE_PCT
-    break_even_min_extra_pct: float = BREAK_EVEN_MIN_EXTRA_PCT
 
 
 def _ratio(part: float, whole: float, scale: float = 100.0) -> float:
@@ -198,22 +183,5 @@ def analyze_sweep(configs: list[SweepConfig], baseline: str | None = None) -> Sw
     findings = [f for row in rows for f in launch_bound(row)]
     findings += [f for a, b in trade_off_pairs(rows, base) for f in break_even(a, b)]
     table = pd.DataFrame(rows, columns=CONFIG_COLUMNS)
-    return SweepResult(baseline, table, deltas(table, baseline), findings)
-
-
-#: The sweep's data file, next to the version's (``data/`` of the version's docs).
-SWEEP_CSV = "data/sweep.csv"
-
-
-def write_sweep_data(sweep: SweepResult, out_dir: Path) -> Path:
-    """``data/sweep.csv``: one row per config, ``param.<name>`` columns first, then CONFIG_COLUMNS
-    (stages joined by ";"); deterministic bytes like the version's data files."""
-    configs = sweep.configs
-    names = list(dict.fromkeys(k for params in configs["params"] for k in params))
-    params = {f"param.{k}": [p.get(k) for p in configs["params"]] for k in names}
-    frame = configs.drop(columns="params").assign(stages=[";".join(s) for s in configs["stages"]])
-    frame = pd.concat([frame[["label"]], pd.DataFrame(params, index=frame.index), frame.drop(columns="label")], axis=1)
-    path = Path(out_dir) / SWEEP_CSV
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
-    return path
+    return SweepResult(baseline, table, deltas(table, baseline), findings, SHORT_KERNEL_NS, LAUNCH_BOUND_IDLE_PCT,
+                       BREAK_EVEN_MIN_EXTRA_PCT)

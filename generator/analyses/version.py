@@ -1,10 +1,7 @@
-"""One report version: every analysis over its inputs, and its machine-readable data files."""
+"""One report version: every analysis over its inputs (VersionInputs → VersionResult)."""
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -20,25 +17,9 @@ from generator.analyses.naming import kernels_yaml, name_kernels
 from generator.analyses.result import VersionResult
 from generator.analyses.roofline import device_peaks, roofline_datasets
 from generator.analyses.top_kernels import top_kernels
-from generator.metric_table import CANONICAL_METRIC_NAMES
-from generator.model import ALL_STAGES, GpuInfo, Provenance
+from generator.model import ALL_STAGES, VersionInputs
 
 TOP_BY_DURATION_N = 10
-FLOAT_FORMAT = "%.15g"  # every float in the data files: 15 significant digits (exact for ns counts)
-#: ncu_metrics.csv: identity, class and nsys share columns, then the canonical metrics
-NCU_METRICS_CSV_COLUMNS = ["name", "friendly_name", "library", "category", "class", "qualifier", "ncu_name",
-                           "stage", "stage_time_pct", "launches", "max_duration_ns", *CANONICAL_METRIC_NAMES]
-
-
-@dataclass
-class VersionInputs:
-    """What a version's inputs were read into."""
-
-    kernel_summary: pd.DataFrame  # model.KERNEL_SUMMARY_COLUMNS, all stages ("all" + per stage)
-    kernel_metrics: pd.DataFrame  # model.KERNEL_METRICS_ID_COLUMNS + canonical metrics (per launch)
-    gpus: list[GpuInfo]
-    provenance: list[Provenance]
-    manifest: dict | None = None  # capture run manifest.json when the version came from a run
 
 
 @dataclass
@@ -87,6 +68,7 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         stages=stages,
         top_kernels=tops,
         kernel_names=yaml.safe_load(yaml_text),
+        kernels_yaml=yaml_text,
         ncu_metrics=kernels,
         coverage=coverage(summary, metrics, settings.top_n),
         classification=classification,
@@ -96,42 +78,8 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         findings=find(kernels, summary, names, peaks),
         gpu=inputs.gpus[0] if inputs.gpus else None,
         provenance=list(inputs.provenance),
-        extra={"kernels_yaml": yaml_text, "manifest": inputs.manifest},
+        manifest=inputs.manifest,
     )
     if previous is not None:
         result.comparison = compare_versions(previous, result)
     return result
-
-
-def json_safe(value: Any) -> Any:
-    """JSON-safe and byte-stable: NaN → None, floats to 15 significant digits, numpy → Python."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else float(f"{value:.15g}")
-    return value
-
-
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
-
-
-def write_version_data(result: VersionResult, out_dir: Path) -> None:
-    """data/top_kernels.csv, kernels.yaml, ncu_metrics.csv, summary.json under ``out_dir``.
-
-    Deterministic bytes: fixed column order, 15-significant-digit floats, sorted JSON keys, no
-    timestamps. ``top_kernels.csv`` holds every stage, ``stage`` first.
-    """
-    data = Path(out_dir) / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    tops = [frame.assign(stage=stage) for stage, frame in result.top_kernels.items()]
-    top = pd.concat(tops, ignore_index=True) if tops else pd.DataFrame(columns=["stage"])
-    _write_csv(top[["stage", *[c for c in top.columns if c != "stage"]]], data / "top_kernels.csv")
-    (data / "kernels.yaml").write_text(result.extra["kernels_yaml"], encoding="utf-8")
-    _write_csv(result.ncu_metrics.reindex(columns=NCU_METRICS_CSV_COLUMNS), data / "ncu_metrics.csv")
-    text = json.dumps(json_safe(result.summary()), sort_keys=True, indent=2, ensure_ascii=False)
-    (data / "summary.json").write_text(text + "\n", encoding="utf-8")

@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from generator.config import LANGS
+from generator.pipeline.config import LANGS
 from generator.errors import InputError
 
 HELP = "build the versioned EN/ZH report site from report.yaml files (default: the bundled example)"
@@ -20,13 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("site"), help="site directory (default: site)")
     parser.add_argument("--src", type=Path, default=Path("site_src"),
                         help="where the Markdown sources go (default: site_src)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace --out even if an earlier build did not write it (never a directory "
+                             "holding inputs, the report, /, home or the current directory)")
     parser.add_argument("--site-url", help="published base URL, e.g. https://ORG.github.io/REPO/")
     parser.add_argument("--lang", default=",".join(LANGS),
                         help="site languages, the default first (default: en,zh)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.render.site import build_site  # heavy imports (mkdocs, analyses) only when building
+    from generator.pipeline.build import build_site  # heavy imports (mkdocs, analyses) only when building
 
     langs = [lang.strip() for lang in args.lang.split(",") if lang.strip()]
     unknown = [lang for lang in langs if lang not in LANGS]
@@ -34,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--lang", f"expected a list of distinct languages out of {','.join(LANGS)}")
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         build_site(args.reports or [EXAMPLE], args.out, args.src, site_url=args.site_url, langs=langs,
-                   progress=progress)
-    console.print(f"site written to {args.out}/")
+                   progress=progress, force=args.force)
+    console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0

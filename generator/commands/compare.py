@@ -27,8 +27,8 @@ from generator.analyses.regression import (
     compare,
 )
 from generator.analyses.naming import name_kernels
-from generator.analyses.version import json_safe
 from generator.errors import InputError
+from generator.render.data_files import json_safe
 
 HELP = "compare kernel metrics of two runs/versions/files; exit 1 when one regressed beyond the threshold"
 #: summary.json: the one "kernel" its overall means describe
@@ -115,8 +115,8 @@ def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def _from_run(run: Path) -> pd.DataFrame:
     from generator.analyses.version import AnalysisSettings, analyze_version
-    from generator.config import Inputs, VersionConfig
-    from generator.inputs import InputCache, version_inputs
+    from generator.pipeline.config import Inputs, VersionConfig
+    from generator.pipeline.inputs import InputCache, version_inputs
 
     with InputCache() as cache:
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
@@ -156,7 +156,7 @@ def _from_summary(path: Path) -> pd.DataFrame:
 
 
 def _from_profile(path: Path) -> pd.DataFrame:
-    from generator.inputs import InputCache
+    from generator.pipeline.inputs import InputCache
 
     with InputCache() as cache:
         metrics = cache.read(path).kernel_metrics

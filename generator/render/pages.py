@@ -16,23 +16,21 @@ import jinja2
 import pandas as pd
 import yaml
 
-from generator.analyses.findings import render_finding, render_method
 from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.result import VersionResult
-from generator.analyses.sweep import SWEEP_CSV, write_sweep_data
-from generator.analyses.version import write_version_data
-from generator.config import ReportMeta
-from generator.model import ALL_STAGES
+from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
+from generator.render.data_files import SWEEP_CSV, write_sweep_data, write_version_data
+from generator.render.findings import render_finding, render_method
 from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
 from generator.render.sweep_charts import sweep_charts
+from generator.resources import TEMPLATES
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 #: Page file stems in navigation order; "comparison" only exists when there is a previous version.
 PAGES: tuple[str, ...] = ("index", "top-kernels", "classification", "durations", "histograms",
                           "roofline", "findings", "comparison", "appendix", "downloads")
-#: Follows "index" when the version declares a sweep (``result.extra["sweep"]``).
+#: Follows "index" when the version declares a sweep (``result.sweep``).
 SWEEP_PAGE = "sweep"
 DATA_FILES: tuple[tuple[str, str], ...] = (
     ("data/top_kernels.csv", "top_kernels"),
@@ -52,7 +50,7 @@ KERNEL_LIST_MAX = 8
 def page_names(result: VersionResult) -> list[str]:
     """The version's page stems in navigation order."""
     pages = [p for p in PAGES if p != "comparison" or result.comparison]
-    return pages[:1] + [SWEEP_PAGE] + pages[1:] if result.extra.get("sweep") is not None else pages
+    return pages[:1] + [SWEEP_PAGE] + pages[1:] if result.sweep is not None else pages
 
 
 def page_file(page: str, lang: str, default_lang: str) -> str:
@@ -170,7 +168,7 @@ def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.C
                                    if has_physical else None)
     charts["roofline-per-kernel"] = (ch.per_kernel_roofline_chart("roofline-per-kernel", physical, roofs, t)
                                      if has_physical else None)
-    charts.update(sweep_charts(result.extra.get("sweep"), t))
+    charts.update(sweep_charts(result.sweep, t))
     return charts
 
 
@@ -180,7 +178,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
     unknown = t("unknown")
     numbers = Numbers(unknown)
     version = report.version(result.version_id)
-    manifest = result.extra.get("manifest")
+    manifest = result.manifest
     friendly = {k["raw_name"]: k["friendly_name"] for k in result.kernel_names}
 
     def chart(key: str, alt_key: str, **fields: Any) -> str:
@@ -224,8 +222,8 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "manifest_rows": _leaves({k: manifest[k] for k in MANIFEST_KEYS if k in manifest})[:MANIFEST_ROWS_MAX]
         if isinstance(manifest, dict) else [],
         "commands": _commands(manifest) if isinstance(manifest, dict) else [],
-        "kernels_yaml": result.extra.get("kernels_yaml") or "",
-        "data_files": DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.extra.get("sweep") is not None else ()),
+        "kernels_yaml": result.kernels_yaml,
+        "data_files": DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.sweep is not None else ()),
         "pages": page_names(result),
     }
 
@@ -246,8 +244,8 @@ def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, la
     docs_dir = Path(docs_dir)
     docs_dir.mkdir(parents=True, exist_ok=True)
     write_version_data(result, docs_dir)
-    if result.extra.get("sweep") is not None:
-        write_sweep_data(result.extra["sweep"], docs_dir)
+    if result.sweep is not None:
+        write_sweep_data(result.sweep, docs_dir)
     write_assets(docs_dir)
     for lang in langs:
         charts = build_charts(result, translator(lang))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from generator.analyses.sweep import SweepResult
+from generator.analyses.result import SweepResult
 from generator.render.charts import Chart, Translate, chart_records, chart_spec
 
 CHART_SLUG = "sweep-metrics"

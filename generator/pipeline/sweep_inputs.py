@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from generator.analyses.sweep import SweepConfig, SweepResult, analyze_sweep
-from generator.analyses.version import VersionInputs
-from generator.config import SweepPoint, VersionConfig
-from generator.inputs import (
-    NSYS_CANDIDATES,
+from generator.analyses.result import SweepResult
+from generator.analyses.sweep import SweepConfig, analyze_sweep
+from generator.pipeline.config import SweepPoint, VersionConfig
+from generator.pipeline.inputs import (
     InputCache,
     first_existing,
     load_manifest,
     manifest_stages,
     version_inputs,
 )
-from generator.model import ALL_STAGES
+from generator.model import ALL_STAGES, VersionInputs
 from generator.readers.nsys_sqlite import READER as NSYS_SQLITE
+from generator.run_layout import NSYS_CANDIDATES
 
 
 def _measured(point: SweepPoint) -> tuple[str, ...]:

@@ -1,8 +1,8 @@
 """A report version's inputs (capture run directories and explicit files) → VersionInputs.
 
-A run directory (written by ``python -m capture run``) holds ``manifest.json`` (stages in order,
-GPU, versions, commands, top-N, coverage), ``nsys/report.sqlite[.xz]`` and ``ncu/report.ncu-rep[.xz]``
-or ``ncu/raw.csv[.xz]`` (the report is preferred: it carries NVTX and device attributes). Kernel
+A run directory (written by ``python -m capture run``, laid out as generator.run_layout says) holds
+``manifest.json`` (stages in order, GPU, versions, commands, top-N, coverage), the nsys SQLite export
+and the ncu report or raw CSV (the report is preferred: it carries NVTX and device attributes). Kernel
 summaries are read for every manifest stage, and "all" is those stages together
 (:func:`measured_union`). Explicit inputs: nsys files (optionally one
 NVTX stage each), ncu files, PyTorch traces (their kernel summary is used only when no nsys input
@@ -20,18 +20,16 @@ from typing import TypeVar
 
 import pandas as pd
 
-from generator.analyses.version import VersionInputs
-from generator.config import VersionConfig
+from generator.pipeline.config import VersionConfig
 from generator.errors import InputError
-from generator.model import ALL_STAGES, KERNEL_SUMMARY_COLUMNS, Dataset, GpuInfo, Provenance
+from generator.model import ALL_STAGES, KERNEL_SUMMARY_COLUMNS, Dataset, GpuInfo, Provenance, VersionInputs
 from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
+from generator.run_layout import MANIFEST, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
-NSYS_CANDIDATES = ("nsys/report.sqlite", "nsys/report.sqlite.xz")
-NCU_CANDIDATES = ("ncu/report.ncu-rep", "ncu/report.ncu-rep.xz", "ncu/raw.csv", "ncu/raw.csv.xz")
 
 
 class InputCache:
@@ -86,7 +84,7 @@ class InputCache:
 
 
 def load_manifest(run: Path) -> dict:
-    path = run / "manifest.json"
+    path = run / MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -100,10 +98,10 @@ def manifest_stages(run: Path, manifest: dict) -> list[str]:
     """The measured stages, in capture order (entries are names or {"name": …})."""
     stages = manifest.get("stages")
     if not isinstance(stages, list):
-        raise InputError(run / "manifest.json", "no 'stages' list")
+        raise InputError(run / MANIFEST, "no 'stages' list")
     names = [s.get("name") if isinstance(s, dict) else s for s in stages]
     if not all(isinstance(n, str) and n for n in names):
-        raise InputError(run / "manifest.json", "'stages' entries must be names")
+        raise InputError(run / MANIFEST, "'stages' entries must be names")
     return [n for n in names if n != ALL_STAGES]
 
 
@@ -170,7 +168,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         else:  # a workload without stages: the whole capture is the measured work
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         others.append(nsys)
-        metrics.append(cache.read(first_existing(run, NCU_CANDIDATES, "ncu report or raw CSV")))
+        metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)

@@ -23,6 +23,8 @@ from pydantic import (
 )
 
 from generator.errors import InputError
+from generator.model import ReportMeta, VersionMeta
+from generator.run_layout import MANIFEST
 
 LANGS: tuple[str, ...] = ("en", "zh")
 
@@ -56,8 +58,8 @@ def _run_dir(value: Any, info: ValidationInfo) -> Path:
     path = (info.context["base"] / value).resolve()
     if not path.is_dir():
         raise ValueError(f"run directory not found: {value}")
-    if not (path / "manifest.json").is_file():
-        raise ValueError(f"not a capture run directory (no manifest.json): {value}")
+    if not (path / MANIFEST).is_file():
+        raise ValueError(f"not a capture run directory (no {MANIFEST}): {value}")
     return path
 
 
@@ -95,6 +97,10 @@ class Inputs(_Strict):
     nsys: list[NsysInput] = []
     ncu: list[Files] = []
     torch: list[Files] = []
+
+    def paths(self) -> list[Path]:
+        """Every file these inputs name."""
+        return [p for files in [e.path for e in self.nsys] + self.ncu + self.torch for p in files.paths]
 
 
 class SweepPoint(_Strict):
@@ -158,6 +164,11 @@ class ReportConfig(_Strict):
     top_n: int = Field(default=20, ge=1)
     versions: list[VersionConfig] = Field(min_length=1)
 
+    def input_paths(self) -> list[Path]:
+        """Every run directory and file the report reads (what a build must never delete)."""
+        parts = [*self.versions, *(point for v in self.versions for point in v.sweep)]
+        return [path for part in parts for path in [*part.runs, *part.inputs.paths()]]
+
     @model_validator(mode="after")
     def _unique_versions(self) -> ReportConfig:
         ids = [v.id for v in self.versions]
@@ -165,41 +176,6 @@ class ReportConfig(_Strict):
         if duplicates:
             raise ValueError(f"duplicate version ids: {', '.join(duplicates)}")
         return self
-
-
-@dataclass(frozen=True)
-class VersionMeta:
-    """What pages show about a version: ``title``/``notes`` map a language code to text."""
-
-    id: str
-    title: dict[str, str]
-    date: datetime.date
-    notes: dict[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class ReportMeta:
-    """What ``render_version`` needs to know about the report besides the VersionResult.
-
-    ``id``: report id (slug). ``title``: {lang: text}. ``versions``: every version in report order,
-    oldest first (the last one is the latest; the page of version X compares with the one before
-    it). ``site_url``: the published base URL without the version part (e.g.
-    "https://org.github.io/repo/"), or None when unknown; a version lives at ``<site_url><id>/``.
-    ``langs``: site languages, default language first (e.g. ["en", "zh"]).
-    """
-
-    id: str
-    title: dict[str, str]
-    versions: tuple[VersionMeta, ...]
-    site_url: str | None
-    langs: tuple[str, ...]
-
-    @property
-    def latest(self) -> VersionMeta:
-        return self.versions[-1]
-
-    def version(self, version_id: str) -> VersionMeta:
-        return next(v for v in self.versions if v.id == version_id)
 
 
 def report_meta(config: ReportConfig, site_url: str | None, langs: list[str]) -> ReportMeta:

@@ -1,0 +1,1 @@
+"""The build pipeline: report.yaml → inputs read → analyses → rendered pages → MkDocs sites."""

@@ -1,0 +1,80 @@
+"""`mkdocs build --strict` of one rendered version, reproducible (SOURCE_DATE_EPOCH = version date)."""
+from __future__ import annotations
+
+import datetime
+import gzip
+import html
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+
+from mkdocs.commands.build import build as mkdocs_build
+from mkdocs.config import load_config
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import MkDocsException
+
+from generator.errors import InputError
+
+
+def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) -> None:
+    """`mkdocs build --strict` of one version into ``site_dir`` (less its 404 page); InputError with
+    the warnings if it fails."""
+    epoch = int(datetime.datetime.combine(date, datetime.time(), datetime.timezone.utc).timestamp())
+    collected = _WarningCollector()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(collected)
+    saved_epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
+    try:
+        config = load_config(config_file=str(mkdocs_yml), site_dir=str(site_dir), strict=True)
+        mkdocs_build(config)
+        # A 404 page only works at the root of a host; in a version folder its links point nowhere.
+        (site_dir / "404.html").unlink(missing_ok=True)
+        _sitemaps(site_dir, config, epoch)
+    except (MkDocsException, SystemExit) as exc:
+        problems = "; ".join(collected.messages) or str(exc)
+        raise InputError(mkdocs_yml, f"mkdocs build --strict failed: {problems}") from None
+    finally:
+        logger.removeHandler(collected)
+        if saved_epoch is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = saved_epoch
+
+
+def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:
+    """Fix up the version's sitemap for Material and for sitemap readers.
+
+    With a site URL the version root itself is listed too: Material's version selector keeps the
+    reader on the same page only when the common prefix of the target version's sitemap entries
+    is an entry (it is with directory URLs, not with ``use_directory_urls: false``). Without a
+    site URL the sitemap lists nothing (entries must be absolute; i18n's would say "None…").
+    Material fetches sitemap.xml next to each language alternate too, so ``<lang>/`` gets a copy.
+    """
+    sitemap = site_dir / "sitemap.xml"
+    text = sitemap.read_text(encoding="utf-8")
+    opening = re.search(r"<urlset[^>]*>\n", text)
+    if opening is None:
+        raise RuntimeError(f"{sitemap}: no <urlset> line (mkdocs' and i18n's templates write one)")
+    if config.site_url:
+        root = f"    <url>\n        <loc>{html.escape(config.site_url)}</loc>\n    </url>\n"
+        text = text[: opening.end()] + root + text[opening.end():]
+    else:
+        text = text[: opening.end()] + "</urlset>\n"
+    sitemap.write_text(text, encoding="utf-8")
+    (site_dir / "sitemap.xml.gz").write_bytes(gzip.compress(text.encode("utf-8"), mtime=epoch))
+    for lang in config.plugins["i18n"].config.languages:
+        if not lang.default:
+            for name in ("sitemap.xml", "sitemap.xml.gz"):
+                shutil.copyfile(site_dir / name, site_dir / lang.locale / name)
+
+
+class _WarningCollector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(" ".join(record.getMessage().split()))

@@ -1,0 +1,67 @@
+"""A version's machine-readable data files (``data/`` beside its pages), in deterministic bytes."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from generator.analyses.result import SweepResult, VersionResult
+from generator.metric_table import CANONICAL_METRIC_NAMES
+
+FLOAT_FORMAT = "%.15g"  # every float in the data files: 15 significant digits (exact for ns counts)
+#: ncu_metrics.csv: identity, class and nsys share columns, then the canonical metrics
+NCU_METRICS_CSV_COLUMNS = ["name", "friendly_name", "library", "category", "class", "qualifier", "ncu_name",
+                           "stage", "stage_time_pct", "launches", "max_duration_ns", *CANONICAL_METRIC_NAMES]
+#: The sweep's data file, next to the version's (``data/`` of the version's docs).
+SWEEP_CSV = "data/sweep.csv"
+
+
+def json_safe(value: Any) -> Any:
+    """JSON-safe and byte-stable: NaN → None, floats to 15 significant digits, numpy → Python."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else float(f"{value:.15g}")
+    return value
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+
+
+def write_version_data(result: VersionResult, out_dir: Path) -> None:
+    """data/top_kernels.csv, kernels.yaml, ncu_metrics.csv, summary.json under ``out_dir``.
+
+    Deterministic bytes: fixed column order, 15-significant-digit floats, sorted JSON keys, no
+    timestamps. ``top_kernels.csv`` holds every stage, ``stage`` first.
+    """
+    data = Path(out_dir) / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    tops = [frame.assign(stage=stage) for stage, frame in result.top_kernels.items()]
+    top = pd.concat(tops, ignore_index=True) if tops else pd.DataFrame(columns=["stage"])
+    _write_csv(top[["stage", *[c for c in top.columns if c != "stage"]]], data / "top_kernels.csv")
+    (data / "kernels.yaml").write_text(result.kernels_yaml, encoding="utf-8")
+    _write_csv(result.ncu_metrics.reindex(columns=NCU_METRICS_CSV_COLUMNS), data / "ncu_metrics.csv")
+    text = json.dumps(json_safe(result.summary()), sort_keys=True, indent=2, ensure_ascii=False)
+    (data / "summary.json").write_text(text + "\n", encoding="utf-8")
+
+
+def write_sweep_data(sweep: SweepResult, out_dir: Path) -> Path:
+    """``data/sweep.csv``: one row per config, ``param.<name>`` columns first, then CONFIG_COLUMNS
+    (stages joined by ";"); deterministic bytes like the version's data files."""
+    configs = sweep.configs
+    names = list(dict.fromkeys(k for params in configs["params"] for k in params))
+    params = {f"param.{k}": [p.get(k) for p in configs["params"]] for k in names}
+    frame = configs.drop(columns="params").assign(stages=[";".join(s) for s in configs["stages"]])
+    frame = pd.concat([frame[["label"]], pd.DataFrame(params, index=frame.index), frame.drop(columns="label")], axis=1)
+    path = Path(out_dir) / SWEEP_CSV
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_csv(frame, path)
+    return path

@@ -1,0 +1,27 @@
+"""Findings and classification-method text: templates/findings/<id>.<lang>.md.j2 over their evidence."""
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from generator.analyses.result import Finding
+from generator.resources import TEMPLATES
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES / "findings"),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+
+
+def render_finding(finding: Finding, lang: str) -> str:
+    """The finding's Markdown text in ``lang`` from its template and evidence."""
+    template = _env().get_template(f"{finding.id}.{lang}.md.j2")
+    return template.render(**finding.evidence, kernel_names=list(finding.kernels)).strip()
+
+
+def render_method(rule: str, params: dict[str, Any], lang: str) -> str:
+    """The classification method section for ``rule`` in ``lang``, quoting its thresholds."""
+    return _env().get_template(f"method_{rule}.{lang}.md.j2").render(**params).strip()

@@ -1,0 +1,7 @@
+"""Where the package's non-code files live: page, finding and site templates, translations, tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+#: templates/: pages/, findings/, site/, i18n/<lang>.yaml, mkdocs.yml.j2, kernel_families.yaml
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"

@@ -1,0 +1,94 @@
+"""A capture run directory's layout: the one description ``capture`` writes to and the generator reads.
+
+::
+
+    manifest.json                 stages in order, GPU, versions, commands, top-N, coverage
+    logs/                         every tool's stdout/stderr, stages.json, ncu_kernels_mangled*.csv
+    nsys/report.nsys-rep          nsys profile
+    nsys/report.sqlite            its SQLite export
+    nsys/stats/<stage>_<report>.csv  nsys stats CSVs
+    ncu/report.ncu-rep            the ncu pass over the top-N kernels
+    ncu/raw.csv                   its --page raw export
+    ncu/report-retry.ncu-rep      the second pass over kernels the first one missed (when any)
+    ncu/raw-retry.csv             its --page raw export
+
+A committed run may keep any file xz-compressed instead (``<name>.xz``); readers take either.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+NSYS_SQLITE = "nsys/report.sqlite"
+NCU_REPORT = "ncu/report{suffix}.ncu-rep"
+NCU_RAW_CSV = "ncu/raw{suffix}.csv"
+#: The nsys stats report whose per-stage CSVs the capture writes (``<stage>_cuda_gpu_kern_sum.csv``).
+NSYS_STATS_REPORT = "cuda_gpu_kern_sum"
+#: ncu passes, in order: the first over the selected kernels, the retry over those it missed.
+NCU_PASSES: tuple[str, ...] = ("", "-retry")
+XZ = ".xz"
+
+
+def _with_xz(*names: str) -> tuple[str, ...]:
+    return tuple(n for name in names for n in (name, name + XZ))
+
+
+#: Where the generator looks for a run's nsys export, and for each ncu pass's metrics (the report
+#: first: it carries NVTX and device attributes), as paths relative to the run directory.
+NSYS_CANDIDATES: tuple[str, ...] = _with_xz(NSYS_SQLITE)
+
+
+def ncu_candidates(suffix: str = "") -> tuple[str, ...]:
+    """The files that may hold the ncu pass ``suffix`` (one of NCU_PASSES), preferred first."""
+    return _with_xz(NCU_REPORT.format(suffix=suffix), NCU_RAW_CSV.format(suffix=suffix))
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Where each artifact of the run directory ``root`` lives."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def nsys_report(self) -> Path:  # nsys appends .nsys-rep to the -o base
+        return self.root / "nsys" / "report"
+
+    @property
+    def nsys_rep(self) -> Path:
+        return self.root / "nsys" / "report.nsys-rep"
+
+    @property
+    def sqlite(self) -> Path:
+        return self.root / NSYS_SQLITE
+
+    @property
+    def stats(self) -> Path:
+        return self.root / "nsys" / "stats"
+
+    def kern_sum_csv(self, stage: str) -> Path:
+        return self.stats / f"{stage}_{NSYS_STATS_REPORT}.csv"
+
+    def ncu_report(self, suffix: str = "") -> Path:  # ncu appends .ncu-rep to the -o base
+        return self.ncu_rep(suffix).with_suffix("")
+
+    def ncu_rep(self, suffix: str = "") -> Path:
+        return self.root / NCU_REPORT.format(suffix=suffix)
+
+    def raw_csv(self, suffix: str = "") -> Path:
+        return self.root / NCU_RAW_CSV.format(suffix=suffix)
+
+    def names_csv(self, suffix: str = "") -> Path:
+        return self.logs / f"ncu_kernels_mangled{suffix}.csv"
+
+    @property
+    def stages_json(self) -> Path:
+        return self.logs / "stages.json"

@@ -1,0 +1,231 @@
+"""`build --out/--src` never loses a user's files: refusals, --force, the swap under kill -9, stale dirs.
+
+Every data-loss case the fuzzing campaign found (issue 9) is replayed here: the build exits 2 with
+one line and the directory that held the user's files is byte for byte what it was.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator import output_dirs
+from generator.cli import main
+
+ROOT = Path(__file__).parent.parent
+DATA = ROOT / "tests" / "data"
+H200 = DATA / "h200-small"
+RUN = ROOT / "examples" / "runs" / "llm-decode-small"
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file and directory under ``root`` (hidden ones too) → sha256 or "dir"."""
+    found = {".": "dir"} if root.is_dir() else {}
+    if root.is_file():
+        return {".": hashlib.sha256(root.read_bytes()).hexdigest()}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        found[rel] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def project(tmp_path: Path, title: str = "V1") -> Path:
+    """A user's project: report.yaml, a copied capture run, an explicit input, notes and a .git."""
+    root = tmp_path / "project"
+    shutil.copytree(RUN, root / "runs" / "decode", ignore=shutil.ignore_patterns("*.nsys-rep", "logs"))
+    (root / "inputs").mkdir()
+    shutil.copy(H200 / "small_vlm_prefill.ncu-rep.xz", root / "inputs" / "prefill.ncu-rep.xz")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "thesis.tex").write_text("\\documentclass{article}\n")
+    (root / "report.yaml").write_text(f"""
+id: mine
+title: {{en: Mine, zh: 我的}}
+versions:
+  - id: v1
+    title: {{en: {title}, zh: 第一版}}
+    date: 2026-11-20
+    runs: [runs/decode]
+    inputs: {{ncu: [inputs/prefill.ncu-rep.xz]}}
+""", encoding="utf-8")
+    return root
+
+
+def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run ``build`` expecting a refusal: exit 2, exactly one line on stderr, returned."""
+    assert main(["build", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("case", ["user dir", "report dir", "run dir", "regular file", "src holds inputs",
+                                  "parent of inputs", "overlapping src"])
+def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = project(tmp_path)
+    mydocs = tmp_path / "mydocs"
+    mydocs.mkdir()
+    (mydocs / "thesis.tex").write_text("my thesis\n")
+    out, src = tmp_path / "site", tmp_path / "site_src"
+    target, expect = {
+        "user dir": (["--out", str(mydocs)], "no .kernel-report-output"),
+        "report dir": (["--out", str(root)], "holds an input"),
+        "run dir": (["--out", str(root / "runs" / "decode")], "holds an input"),
+        "regular file": (["--out", str(mydocs / "thesis.tex")], "not a directory"),
+        "src holds inputs": (["--out", str(out), "--src", str(root / "runs")], "holds an input"),
+        "parent of inputs": (["--out", str(tmp_path)], "holds an input"),
+        "overlapping src": (["--out", str(mydocs / "site"), "--src", str(mydocs / "site" / "src")], "overlaps"),
+    }[case]
+    argv = [str(root / "report.yaml"), "--out", str(out), "--src", str(src), *target]
+    before = snapshot(tmp_path)
+    assert expect in refused(capsys, argv)
+    assert snapshot(tmp_path) == before
+    if case != "overlapping src":  # --force never deletes inputs or non-directories either
+        argv.append("--force")
+        if case == "user dir":  # … but it does replace a directory that holds none
+            assert main(["build", *argv, "--lang", "en"]) == 0
+            assert not (mydocs / "thesis.tex").exists() and output_dirs.owned(mydocs)
+        else:
+            assert expect in refused(capsys, argv)
+            assert snapshot(tmp_path) == before
+
+
+def test_dot_root_and_home_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    root = project(tmp_path)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    before = snapshot(tmp_path)
+    for out in (".", "/", str(tmp_path / "home"), "..", str(ROOT)):
+        for force in ([], ["--force"]):
+            assert "refusing to replace" in refused(capsys, ["report.yaml", "--out", out, *force])
+    assert snapshot(tmp_path) == before
+
+
+def test_rebuild_replaces_only_its_own_site(tmp_path: Path) -> None:
+    """A second build swaps the first one's site (it carries the marker); no sibling is left."""
+    root = project(tmp_path)
+    out, src = tmp_path / "site", tmp_path / "site_src"
+    argv = ["build", str(root / "report.yaml"), "--out", str(out), "--src", str(src), "--lang", "en"]
+    assert main(argv) == 0
+    first = snapshot(out)
+    (out / "stray.txt").write_text("left by hand in a generated site\n")
+    assert main(argv) == 0
+    assert snapshot(out) == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site", "site_src"]
+    assert sorted(p.name for p in src.iterdir()) == ["mine"]
+
+
+def test_live_build_staging_is_not_stale(tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    with output_dirs.staging(target) as live:
+        (live / "page.html").write_text("half-built\n")
+        dead = tmp_path / f".site{output_dirs.STAGING}dead"
+        dead.mkdir()
+        (dead / "page.html").write_text("from a killed build\n")
+        output_dirs.recover(target)
+        assert live.is_dir() and not dead.exists()
+    assert not live.exists()
+
+
+# --- kill -9 at points of a real build's swap ------------------------------------------------------
+
+#: Runs one build in a fresh interpreter and SIGKILLs it at the point named by argv[1].
+DRIVER = r"""
+import os, shutil, signal, sys
+from generator import output_dirs
+from generator.cli import main
+
+point, target = sys.argv[1], sys.argv[2]
+die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+real_swap, real_exchange, real_rename, real_rmtree = (output_dirs.swap_in, output_dirs._exchange,
+                                                      os.rename, shutil.rmtree)
+swapped = []
+
+def swap_in(new, to):
+    if point == "before swap" and str(to) == target:
+        die()
+    real_swap(new, to)
+    swapped.append(str(to))
+
+def exchange(a, b):
+    if point == "between renames":
+        return False
+    done = real_exchange(a, b)
+    if point == "after exchange" and str(b) == target:
+        die()
+    return done
+
+def rename(a, b):
+    real_rename(a, b)
+    if point == "between renames" and str(a) == target:
+        die()
+
+def rmtree(path, *args, **kwargs):
+    staged = os.path.dirname(path) == os.path.dirname(target) and ".kr-" in os.path.basename(path)
+    if point == "deleting old site" and target in swapped and staged:
+        files = sorted(p for p in os.listdir(path) if os.path.isfile(os.path.join(path, p)))
+        for name in files[: len(files) // 2]:
+            os.unlink(os.path.join(path, name))
+        die()
+    real_rmtree(path, *args, **kwargs)
+
+def mkdocs(*args, **kwargs):
+    die()
+
+output_dirs.swap_in, output_dirs._exchange, output_dirs.os.rename = swap_in, exchange, rename
+output_dirs.shutil.rmtree = rmtree
+if point == "during mkdocs":
+    import generator.pipeline.build as build
+    build.build_version_site = mkdocs
+sys.exit(main(sys.argv[3:]))
+"""
+
+KILL_POINTS = ["during mkdocs", "before swap", "after exchange", "deleting old site", "between renames"]
+
+
+@pytest.mark.slow
+def test_kill_9_during_the_swap_leaves_a_complete_site(tmp_path: Path) -> None:
+    """At every point the site at --out is the old or the new build, whole; the next build cleans up."""
+    old_root, new_root = project(tmp_path / "old", "Old"), project(tmp_path / "new", "New")
+    out, src = tmp_path / "site", tmp_path / "site_src"
+
+    def build(root: Path, site: Path, point: str | None = None) -> int:
+        argv = ["build", str(root / "report.yaml"), "--out", str(site), "--src", str(src), "--lang", "en"]
+        if point is None:
+            return main(argv)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-c", DRIVER, point, str(out), *argv], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == -signal.SIGKILL, (point, done.stderr[-2000:])
+        return done.returncode
+
+    assert build(new_root, tmp_path / "new-site") == 0
+    new = snapshot(tmp_path / "new-site")
+    assert build(old_root, out) == 0
+    old = snapshot(out)
+    assert old != new
+    seen = []
+    for point in KILL_POINTS:
+        assert build(new_root, out, point) == -signal.SIGKILL, point
+        assert [p for p in tmp_path.iterdir() if ".kr-" in p.name], point  # a dead build's staging …
+        if point == "between renames":  # no exchange: --out is gone until the next build puts it back
+            assert not out.exists()
+            output_dirs.recover(out)
+        state = snapshot(out)
+        assert state in (old, new), point
+        seen.append("new" if state == new else "old")
+        if state == new:  # back to the old site for the next point
+            assert build(old_root, out) == 0
+    assert seen == ["old", "old", "new", "new", "new"]
+    assert build(old_root, out, "during mkdocs") == -signal.SIGKILL
+    assert build(new_root, out) == 0  # … is removed by the next build
+    assert snapshot(out) == new
+    assert [p.name for p in [*tmp_path.iterdir(), *src.iterdir()] if ".kr-" in p.name] == []
