@@ -5,7 +5,8 @@ iterations inside one ``warmup`` NVTX range with stage ranges silenced, then the
 iteration with its stage ranges. ``--overhead-runs N`` then times N iterations with and N without
 the module ranges (alternating, stage ranges silenced, inside the NVTX range ``module_overhead``).
 ``--stages-out FILE`` writes, as JSON, the stages the measured iteration entered (in order), the
-module ranges installed and the overhead figures.
+module ranges installed and the overhead figures. ``--profile-plan FILE`` (the ncu run) opens the
+profile windows of :mod:`capture.workloads.windows`.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from capture.workloads import PRESETS, WorkloadError, modules, resolve
 from capture.workloads import params as workload_params
 from capture.workloads import stages
+from capture.workloads.windows import Plan, Windows
 
 OVERHEAD_RANGE = "module_overhead"
 
@@ -27,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", required=True, help="preset name or module:function")
     p.add_argument("--stages-out", type=Path, help="write the measured stages, module ranges and overhead (JSON) here")
     p.add_argument("--overhead-runs", type=int, default=0, help="iterations timed with and without module ranges")
+    p.add_argument("--profile-plan", type=Path, help="open the ncu profile windows this plan (JSON) names")
     workload_params.add_arguments(p)
     return p
 
@@ -70,12 +73,17 @@ def overhead(iteration, params: workload_params.Params, runs: int, depth: int) -
     }
 
 
-def run(workload: str, params: workload_params.Params, overhead_runs: int = 0) -> dict:
+def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, plan: Plan | None = None) -> dict:
     """Warm up, run the measured iteration, optionally time the module-range overhead.
-    Returns {"stages": entered in order, "module_ranges": …, "module_overhead": … or None}."""
+    Returns {"stages": entered in order, "module_ranges": …, "module_overhead": … or None,
+    "profile_windows": windows opened or None}."""
     iteration = resolve(workload)(params)
     depth = module_depth(workload, params)
-    ranges = modules.install(iteration, depth)
+    windows = Windows(plan) if plan is not None else None
+    ranges = modules.install(iteration, depth, observer=windows)
+    if windows:
+        stages.add_hook(windows.stage_enter)
+        stages.add_exit_hook(windows.stage_exit)
     with stages.quiet(), stages.range_("warmup"):
         for _ in range(params.warmup):
             iteration()
@@ -88,14 +96,19 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0) -
     finally:
         stages.remove_hook(entered.append)
     ranges.remove()
+    if windows:
+        stages.remove_hook(windows.stage_enter)
+        stages.remove_exit_hook(windows.stage_exit)
     cost = overhead(iteration, params, overhead_runs, depth) if overhead_runs and depth else None
-    return {"stages": entered, "module_ranges": ranges.describe(), "module_overhead": cost}
+    return {"stages": entered, "module_ranges": ranges.describe(), "module_overhead": cost,
+            "profile_windows": windows.opened if windows else None}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        result = run(args.workload, workload_params.from_namespace(args), args.overhead_runs)
+        plan = Plan.load(args.profile_plan) if args.profile_plan else None
+        result = run(args.workload, workload_params.from_namespace(args), args.overhead_runs, plan)
     except (WorkloadError, ValueError) as exc:
         print(f"capture.worker: {exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import time
 
 _hooks: list[Callable[[str], None]] = []
+_exit_hooks: list[Callable[[str], None]] = []
 _quiet = 0
 _timer: tuple[dict[str, float], Callable[[], None]] | None = None
 
@@ -40,6 +41,15 @@ def remove_hook(hook: Callable[[str], None]) -> None:
     _hooks.remove(hook)
 
 
+def add_exit_hook(hook: Callable[[str], None]) -> None:
+    """Call ``hook(name)`` each time a stage range is about to close (not during ``quiet()``)."""
+    _exit_hooks.append(hook)
+
+
+def remove_exit_hook(hook: Callable[[str], None]) -> None:
+    _exit_hooks.remove(hook)
+
+
 @contextmanager
 def range_(name: str) -> Iterator[None]:
     """A plain NVTX range (not a stage), e.g. ``warmup``."""
@@ -60,7 +70,11 @@ def stage(name: str) -> Iterator[None]:
         for hook in _hooks:
             hook(name)
         with range_(name):
-            yield
+            try:
+                yield
+            finally:
+                for hook in _exit_hooks:
+                    hook(name)
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
-from generator.run_layout import MANIFEST, NSYS_CANDIDATES, ncu_candidates
+from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
 
@@ -169,6 +169,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         others.append(nsys)
         metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
+        metrics += [cache.read(first_existing(run, ncu_candidates(suffix), "ncu report or raw CSV"))
+                    for suffix in NCU_PASSES[1:] if any((run / c).is_file() for c in ncu_candidates(suffix))]
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)
