@@ -147,3 +147,21 @@ def test_gemm_tensor_flop_is_2mnk() -> None:
     value = dict(zip(header, row))
     assert value["Kernel Name"] == man["top_n"]["all"][0]["name"]
     assert int(value["sm__ops_path_tensor_src_bf16_dst_fp32.sum"].replace(",", "")) == 2 * 4096**3
+
+
+def test_generator_reads_every_ncu_pass_of_a_run(tmp_path: Path) -> None:
+    """The retry pass (ncu/report-retry.ncu-rep) is read with the first: every profiled launch of the
+    manifest is among the version's kernel metrics, with the stage the capture recorded."""
+    from generator.pipeline.config import load_report
+    from generator.pipeline.inputs import InputCache, version_inputs
+
+    run = ROOT / "examples" / "runs" / "ocr-vlm-eager-v2"
+    report = tmp_path / "report.yaml"
+    report.write_text(yaml.safe_dump({"id": "r", "title": {"en": "r", "zh": "r"}, "versions": [
+        {"id": "v1", "title": {"en": "v1", "zh": "v1"}, "date": "2026-11-22", "runs": [str(run)]}]}))
+    with InputCache() as cache:
+        metrics = version_inputs(load_report(report).versions[0], cache, report, 0).kernel_metrics
+    man = manifest(run)
+    assert len(metrics) == man["coverage"]["profiled_launches"] == 146
+    assert [launch["pass"] for launch in man["ncu_launches"]].count(2) == 2
+    assert sorted(metrics["stage"]) == sorted(launch["stage"] for launch in man["ncu_launches"])
