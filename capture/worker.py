@@ -16,9 +16,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from capture.workloads import PRESETS, WorkloadError, modules, resolve
+from capture.workloads import PRESETS, WorkloadError, modules, resolve, stages
 from capture.workloads import params as workload_params
-from capture.workloads import stages
 from capture.workloads.windows import Plan, Windows
 
 OVERHEAD_RANGE = "module_overhead"

@@ -19,14 +19,14 @@ from pydantic import (
     PlainValidator,
     ValidationError,
     ValidationInfo,
+    create_model,
     model_validator,
 )
 
 from generator.errors import InputError
+from generator.languages import LANGS
 from generator.model import ReportMeta, VersionMeta
 from generator.run_layout import MANIFEST
-
-LANGS: tuple[str, ...] = ("en", "zh")
 
 
 @dataclass(frozen=True)
@@ -72,11 +72,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
 
-class Text(_Strict):
-    """Words in both site languages."""
-
-    en: str
-    zh: str
+#: Words in every site language (generator.languages): ``{en: …, zh: …}``.
+Text = create_model("Text", __base__=_Strict, **dict.fromkeys(LANGS, (str, ...)))
 
 
 class NsysInput(_Strict):
