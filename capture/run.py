@@ -18,12 +18,12 @@ from pathlib import Path
 from capture import commands as cmd
 from capture.kernel_filter import exact_regex
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
-from capture.tools import CaptureError, find_tool, run_logged, tool_version
 from capture.targets import describe, targets, windows_plan
+from capture.tools import CaptureError, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages
-from capture.workloads.windows import NCU_INCLUDE
 from capture.workloads.params import Params
+from capture.workloads.windows import NCU_INCLUDE
 from generator.readers.nsys_sqlite import graph_summary
 from generator.run_layout import NCU_PASSES
 

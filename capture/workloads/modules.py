@@ -1,13 +1,14 @@
 """NVTX ranges around ``nn.Module.forward`` calls, named by qualified module path and class.
 
 Installed by the worker on the models a workload built (each module's ``forward`` is wrapped on
-the instance, and restored after), so user code needs no change. The roots are the ``nn.Module`` objects the workload's iteration closes over
-(named by their variable: ``llm``, ``sam`` …) or, when it closes over none (a callable object,
-say), every module alive after ``build`` that is no other module's child, named by class. A
-module gets a range when its path has at most ``depth`` dotted parts below its root (the root
-itself is depth 0). Ranges go to their own NVTX domain, :data:`DOMAIN`, so stage ranges and
-``ncu --nvtx-include STAGE/`` see the same stack as without them. A range reads
-``<root>.<path> [<Class>]``, e.g. ``llm.model.layers.3.mlp [DeepseekV2MoE]``.
+the instance, and restored after), so user code needs no change. The roots are the
+``nn.Module`` objects the iteration closes over (or holds as attributes, for a callable object),
+named by their variable (``llm``, ``sam`` …); when it holds none, every module alive after
+``build`` that is no other module's child, named by class. A module gets a range when its path
+has at most ``depth`` dotted parts below its root (the root itself is depth 0). Ranges go to their
+own NVTX domain, :data:`DOMAIN`, so stage ranges and ``ncu --nvtx-include STAGE/`` see the same
+stack as without them. A range reads ``<root>.<path> [<Class>]``, e.g.
+``llm.model.layers.3.mlp [DeepseekV2MoE]``.
 """
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ only the measured iteration carries stage ranges. ``timed()`` measures each stag
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-import time
 
 _hooks: list[Callable[[str], None]] = []
 _exit_hooks: list[Callable[[str], None]] = []
