@@ -330,11 +330,10 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     launches = _ncu_pass(cfg, ncu, stages, _includes(cfg, stages), selected, plan_file, len(pairs), "", man, progress)
     cov = coverage(top, mangled, launches, pairs)
     man.set(coverage=cov, ncu_launches=[{"kernel": m, "stage": s, "pass": 1} for m, s in launches])
-    if cov["selected_missing"] or cov["stage_pairs_missing"]:
-        missing = cov["stage_pairs_missing"] + [[s, n] for n in cov["selected_missing"] for s in stages
-                                                if (s, n) in set(pairs) and [s, n] not in cov["stage_pairs_missing"]]
+    missing = cov["stage_pairs_missing"]  # a selected kernel missing altogether misses its pairs too
+    if missing:
         names = list(dict.fromkeys(m for _, n in missing for m in mangled[n]))
-        retry_stages = list(dict.fromkeys(s for s, _ in missing)) or stages
+        retry_stages = list(dict.fromkeys(s for s, _ in missing))
         progress(f"ncu: second pass for {len(missing)} (kernel, stage) pairs the first one missed")
         again = _ncu_pass(cfg, ncu, stages, [f"{s}/" for s in retry_stages], names, None, len(missing),
                           NCU_PASSES[1], man, progress)
