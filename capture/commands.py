@@ -66,8 +66,9 @@ def ncu_profile(ncu: str, layout: RunLayout, worker: list[str], *, includes: lis
 
 
 def ncu_export_raw(ncu: str, layout: RunLayout, suffix: str = "") -> list[str]:
-    """``--page raw`` CSV (stdout goes to ``raw.csv``)."""
-    return [ncu, "--import", str(layout.ncu_rep(suffix)), "--csv", "--page", "raw"]
+    """``--page raw`` CSV (stdout goes to ``raw.csv``), in base units: ncu otherwise scales each column
+    to one unit and prints six decimals, so small values lose digits (22,528 bytes as 0.000023 Gbyte)."""
+    return [ncu, "--import", str(layout.ncu_rep(suffix)), "--csv", "--page", "raw", "--print-units", "base"]
 
 
 def ncu_export_mangled(ncu: str, layout: RunLayout, suffix: str = "") -> list[str]:

@@ -83,7 +83,8 @@ def test_ncu_collects_the_report_metrics_and_speed_of_light() -> None:
 
 
 def test_ncu_exports() -> None:
-    assert cmd.ncu_export_raw("ncu", LAY) == ["ncu", "--import", "/runs/r1/ncu/report.ncu-rep", "--csv", "--page", "raw"]
+    assert cmd.ncu_export_raw("ncu", LAY) == ["ncu", "--import", "/runs/r1/ncu/report.ncu-rep", "--csv", "--page", "raw",
+                                              "--print-units", "base"]
     assert cmd.ncu_export_mangled("ncu", LAY, "-retry") == [
         "ncu", "--import", "/runs/r1/ncu/report-retry.ncu-rep", "--csv", "--page", "raw",
         "--print-kernel-base", "mangled", "--metrics", "gpu__time_duration.sum",
@@ -124,7 +125,8 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     assert every == 0
     ncu = next(shlex.split(line) for line in capsys.readouterr().out.splitlines() if line.startswith("/opt/ncu") and " -o " in line)
     assert ncu[ncu.index("--nvtx-include") + 1] == "gemm/" and "--profile-plan" not in ncu
-    assert lines[-3] == f"/opt/ncu --import {tmp_path}/g/ncu/report.ncu-rep --csv --page raw > {tmp_path}/g/ncu/raw.csv"
+    assert lines[-3] == (f"/opt/ncu --import {tmp_path}/g/ncu/report.ncu-rep --csv --page raw --print-units base "
+                         f"> {tmp_path}/g/ncu/raw.csv")
     assert not (tmp_path / "g").exists()  # a dry run writes nothing
 
 
