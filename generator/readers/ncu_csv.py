@@ -22,6 +22,7 @@ import csv
 import dataclasses
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from generator.errors import InputError
@@ -106,8 +107,7 @@ class NcuCsvReader:
                 rows.append(launch.row())
             except ValueError as exc:
                 raise InputError(path, f"launch {launch.identity['launch_id']}: {exc}") from None
-        if not any(key in CANONICAL_METRIC_NAMES and value is not None and not math.isnan(value)
-                   for row in rows for key, value in row.items()):
+        if not any(launch.names_metrics for launch in launches):
             raise InputError(path, f"not a kernel-metrics CSV: none of the metrics this tool reads "
                                    f"({', '.join(CANONICAL_METRIC_NAMES[:4])}, …) in {_sections(launches)}")
         frame, notes = kernel_metrics_frame(rows, stage)
@@ -146,13 +146,23 @@ class _Launch:
     raw: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     details: dict[tuple[str, str], tuple[str, str]] = dataclasses.field(default_factory=dict)
     sections: dict[str, None] = dataclasses.field(default_factory=dict)  # of a details export, in order
+    names_metrics: bool = False  # set by row(): some metric of the registry is among its rows
     bottleneck: str | None = None  # message of ncu's SOLBottleneck rule (details pages)
     id_text: str = ""  # the ID cell as printed (rule rows name their launch by it)
 
     def row(self) -> dict:
         row = dict(self.identity, _ranges=self.ranges, **{NCU_BOTTLENECK_COLUMN: self.bottleneck})
-        row.update(resolve(self.raw.get, lambda section, name: self.details.get((section, name))))
+        row.update(resolve(self._lookup(lambda name: self.raw.get(name)),
+                           self._lookup(lambda section, name: self.details.get((section, name)))))
         return row
+
+    def _lookup(self, get: Callable[..., tuple[str, str] | None]) -> Callable[..., tuple[str, str] | None]:
+        """``get``, noting in ``names_metrics`` when it finds a metric the registry asks for (valued or n/a)."""
+        def found(*key: str) -> tuple[str, str] | None:
+            value = get(*key)
+            self.names_metrics = self.names_metrics or value is not None
+            return value
+        return found
 
 
 def _sections(launches: list[_Launch]) -> str:
