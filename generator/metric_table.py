@@ -317,4 +317,7 @@ def _tensor(raw: RawLookup) -> tuple[float, float, float, str | None]:
                  if (v := _normalized(raw, name)) is not None), math.nan)
     per_cycle = next((v for name in peak_path.dense_peaks
                       if (v := _normalized(raw, name.removesuffix(_PEAK_ELAPSED))) is not None), math.nan)
+    sm_hz = _normalized(raw, "sm__cycles_elapsed.avg.per_second")
+    if math.isnan(per_cycle) and sm_hz:  # only the per-second form: ncu's per-cycle peak × SM cycles/s
+        per_cycle = peak / sm_hz
     return sum(ops for ops, _ in work), peak, per_cycle, label

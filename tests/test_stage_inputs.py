@@ -108,3 +108,36 @@ def test_pages_state_the_counted_instances_and_files(tmp_path, capsys):
     err = capsys.readouterr().err
     problems = [line for line in err.splitlines() if "small_vlm.nsys.sqlite.xz" in line]
     assert "Traceback" not in err and len(problems) == 1 and problems[0].endswith("so there is no instance 9")
+
+
+RUN_V2 = Path(__file__).parent.parent / "examples" / "runs" / "ocr-vlm-eager-v2"
+
+
+def test_stage_true_metrics_on_the_recaptured_ocr_run():
+    """The re-captured OCR-VLM run profiles a launch per (kernel, stage): the CUTLASS grouped GEMM's
+    decode row is its decode launch (≈22.6 µs), its prefill row the prefill one (≈104.7 µs); no
+    stage's top-20 kernel borrows another stage's numbers, and none is left unprofiled."""
+    from generator.analyses.kernel_identity import identity
+    from generator.analyses.version import AnalysisSettings, analyze_version
+    from generator.pipeline.config import Inputs, VersionConfig
+    from generator.pipeline.inputs import InputCache, version_inputs
+
+    with InputCache() as cache:
+        inputs = version_inputs(VersionConfig.model_construct(runs=[RUN_V2], inputs=Inputs()), cache,
+                                RUN_V2 / "manifest.json", 0)
+    result = analyze_version("v2", inputs, AnalysisSettings())
+    launches = inputs.kernel_metrics
+    grouped = result.ncu_metrics[result.ncu_metrics["name"].str.contains("GroupProblemShape")].set_index("stage")
+    assert set(grouped.index) == {"prefill", "decode"}
+    for stage in ("prefill", "decode"):
+        own = launches[(launches["stage"] == stage) & launches["name"].map(
+            lambda n: identity(n).function == "device_kernel" and "GroupProblemShape" in n)]
+        assert grouped.at[stage, "launches"] == len(own) >= 1
+        assert grouped.at[stage, "duration_ns"] == pytest.approx(own["duration_ns"].mean())
+    assert grouped.at["decode", "duration_ns"] < 0.3 * grouped.at["prefill", "duration_ns"]
+    for stage in result.stages:
+        for found in result.top_kernels[stage]["profiled"]:
+            assert found, stage  # every top kernel has metrics measured in this stage
+            assert stage == "all" or {p["stage"] for p in found} == {stage}
+    assert result.ncu_agreement["agree"] == result.ncu_agreement["compared"] == len(launches)
+    assert result.roofline["roofs"]["ceilings"]["tensor"] == pytest.approx(540672 * 1.98e9)

@@ -41,7 +41,7 @@ class NcuRepReader:
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
         path = Path(path)
         check_complete(path)
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as child:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as child:
             rows, gpus = child.submit(_launches, path).result()
         version = report_version(path)
         frame, notes = kernel_metrics_frame(rows, stage)
@@ -57,7 +57,9 @@ class NcuRepReader:
 def _launches(path: Path) -> tuple[list[dict], list[GpuInfo]]:
     """Every launch row and device of a report, read with ncu_report. Run in a child process:
     ncu_report keeps what it loaded (about 1 GB for a 224-launch full-set report) until the
-    process ends, so a build or test reading many reports would otherwise hold them all."""
+    process ends, so a build or test reading many reports would otherwise hold them all. The child
+    is forked (not spawned): it needs no re-import of the caller's main module, so scripts that use
+    the reader without a ``__main__`` guard work."""
     import ncu_report
 
     try:
