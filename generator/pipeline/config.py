@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,6 +26,7 @@ from pydantic import (
 from generator.errors import InputError
 from generator.model import ReportMeta, VersionMeta
 from generator.run_layout import MANIFEST
+from generator.text_safety import first_unsafe
 
 LANGS: tuple[str, ...] = ("en", "zh")
 
@@ -65,7 +67,25 @@ def _run_dir(value: Any, info: ValidationInfo) -> Path:
 
 Files = Annotated[FileSet, PlainValidator(_expand_files)]
 RunDir = Annotated[Path, PlainValidator(_run_dir)]
-Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+#: Names the site's own files (and mike's alias) take beside the version and report folders.
+RESERVED_IDS = frozenset({"index.html", "versions.json", "latest", "sitemap.xml", "sitemap.xml.gz", "404.html"})
+
+
+def _site_folder(value: str) -> str:
+    if value.lower() in RESERVED_IDS:
+        raise ValueError(f"{value!r} is taken by the site's own files; choose another id")
+    return value
+
+
+def _clean(value: str) -> str:
+    bad = first_unsafe(value.replace("\n", " "))
+    if bad:
+        raise ValueError(f"contains the control character or lone surrogate {bad}")
+    return value
+
+
+Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100), AfterValidator(_site_folder)]
+CleanStr = Annotated[str, AfterValidator(_clean)]
 
 
 class _Strict(BaseModel):
@@ -75,15 +95,15 @@ class _Strict(BaseModel):
 class Text(_Strict):
     """Words in both site languages."""
 
-    en: str
-    zh: str
+    en: CleanStr
+    zh: CleanStr
 
 
 class NsysInput(_Strict):
     """An nsys file (SQLite export, stats CSV, console text), optionally restricted to an NVTX stage."""
 
     path: Files
-    stage: str | None = None
+    stage: CleanStr | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -107,7 +127,7 @@ class SweepPoint(_Strict):
     """One configuration of a parameter sweep; ``baseline: true`` on one makes it the reference of
     the deltas (default: the first)."""
 
-    label: str
+    label: CleanStr
     params: dict[str, Any] = {}
     baseline: bool = False
     runs: list[RunDir] = []
@@ -208,6 +228,23 @@ def _problems(exc: ValidationError) -> list[str]:
     return lines
 
 
+#: A report.yaml is a few hundred values; aliases expanding past this are a mistake or an attack.
+MAX_YAML_NODES = 100_000
+
+
+def expanded_size(data: Any, limit: int) -> int:
+    """How many values ``data`` holds with shared (aliased) parts counted each time; stops past ``limit``."""
+    count, stack = 0, [data]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return count
+
+
 def load_report(path: str | Path) -> ReportConfig:
     """Read and validate report.yaml; InputError listing every problem (one line each)."""
     path = Path(path)
@@ -217,8 +254,12 @@ def load_report(path: str | Path) -> ReportConfig:
         raise InputError(path, "no such file") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise InputError(path, "not valid YAML (nested too deeply)") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping at the top level")
+    if expanded_size(data, MAX_YAML_NODES) > MAX_YAML_NODES:
+        raise InputError(path, f"more than {MAX_YAML_NODES} values once its aliases are expanded")
     try:
         return ReportConfig.model_validate(data, context={"base": path.resolve().parent})
     except ValidationError as exc:
