@@ -29,6 +29,7 @@ from generator.model import (
     Provenance,
 )
 from generator.readers.base import sha256_of
+from generator.readers.sqlite_file import connect_readonly
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -120,7 +121,7 @@ def _open(path: str | Path) -> Iterator[_Capture]:
         raise InputError(path, f"cannot read ({exc.strerror})") from None
     if head != SQLITE_MAGIC:
         raise InputError(path, "not an SQLite file")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    conn = connect_readonly(path)
     try:
         conn.execute("PRAGMA temp_store = MEMORY")
         yield _Capture(path, conn)
