@@ -8,10 +8,11 @@ CSV cells a spreadsheet would read as a formula (``= + - @``, tab, CR first) get
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
-UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 REPLACEMENT = "\ufffd"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -19,6 +20,17 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def clean_text(text: str) -> str:
     """``text`` with control characters and lone surrogates replaced by U+FFFD."""
     return UNSAFE.sub(REPLACEMENT, text)
+
+
+def clean_tree(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings, numbers) with :func:`clean_text` on every string."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_tree(k): clean_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_tree(v) for v in value]
+    return value
 
 
 def first_unsafe(text: str) -> str | None:

@@ -9,6 +9,7 @@ elements a payload injected into a built site.
 """
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import io
@@ -50,6 +51,7 @@ SEEDS = [
     DATA / "nsight-training" / "CuVectorAddDrv.ncu-rep",
 ]
 NUMBER = re.compile(rb"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+NSYS_STATS_HEAD = (b"Time (%)", b"Total Time (ns)", b"Total (MB)")
 BAD_NUMBERS = [b"nan", b"inf", b"-inf", b"-5", b"-0.5", b"1e400", b"99999999999999999999999999999", b"abc",
                b"", b"0x10", b"1,5"]
 CONTROL = ["\x00", "\x07", "\x1b[2J\x1b]0;pwned\x07", "\x9b31m", "\r", "\u2028"]
@@ -65,11 +67,13 @@ class Case:
     argv: list[str]
     inputs: list[Path] = field(default_factory=list)
     timeout: float = 60.0
+    bad: bool = False  # certainly unusable: must be answered by a one-line error, exit 2
 
 
 @dataclass
 class Outcome:
     case: str
+    bad: bool
     kind: str
     detail: str = ""
     modified: int = 0
@@ -138,17 +142,41 @@ def deep_json(data: bytes, rng: random.Random) -> bytes:
     return b'{"traceEvents": [' + b"[" * depth + b"]" * depth + b"]}"
 
 
-def json_event(data: bytes, rng: random.Random) -> bytes:
-    doc = json.loads(data)
-    events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"]
-    event = rng.choice(events)
-    key, value = rng.choice([("dur", -5), ("dur", 1e308), ("ts", -(10 ** 30)), ("dur", "nan"), ("ts", "1e400"),
-                             ("name", ""), ("name", XSS + "\x1b[2J"), ("dur", None), ("ts", 10 ** 40),
-                             ("name", "x" * 300_000)])
-    event[key] = value
-    return json.dumps(doc).encode()
+def json_event(key: str, value: object) -> Callable[[bytes, random.Random], bytes]:
+    """A mutator setting ``key`` of one random kernel event of a PyTorch trace to ``value``."""
+    def mutate(data: bytes, rng: random.Random) -> bytes:
+        doc = json.loads(data)
+        events = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"]
+        rng.choice(events)[key] = value
+        return json.dumps(doc).encode()
+    return mutate
 
 
+JSON_MUTATORS = {
+    "json-negative-dur": json_event("dur", -5), "json-huge-dur": json_event("dur", 1e308),
+    "json-nan-dur": json_event("dur", "nan"), "json-null-dur": json_event("dur", None),
+    "json-inf-ts": json_event("ts", "1e400"), "json-empty-name": json_event("name", ""),
+    "json-xss-name": json_event("name", XSS + "\x1b[2J"), "json-long-name": json_event("name", "x" * 300_000),
+    "json-negative-ts": json_event("ts", -(10 ** 30)), "json-huge-ts": json_event("ts", 10 ** 40),
+}
+BAD_CELLS = ["inf", "-inf", "-5", "-0.5", "1e400", "99999999999999999999999", "abc", "0x10"]
+
+
+def bad_cell(data: bytes, rng: random.Random) -> bytes:
+    """An nsys stats CSV with one number (a count, time or size cell) replaced by a bad value."""
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    used = r"\((ns|us|ms|s|%)\)|^Total \(MB\)$|^(Count|Instances|Num Calls)$"  # MB statistics are not read
+    numeric = [i for i, head in enumerate(rows[0]) if re.search(used, head)]
+    row = rng.randrange(1, len(rows))
+    rows[row][rng.choice(numeric)] = rng.choice(BAD_CELLS)
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+#: Text mutations that always make the file unusable.
+CERTAINLY_BAD = {"deep-json", "bad-cell", "json-negative-dur", "json-huge-dur", "json-nan-dur", "json-null-dur",
+                 "json-inf-ts", "json-empty-name"}
 TEXT_MUTATORS: dict[str, Callable[[bytes, random.Random], bytes]] = {
     "bad-number": bad_number, "control": control_in_text, "truncate": truncate, "flip": flip_bytes,
     "huge-field": huge_field, "garbage-tail": garbage_tail, "dup-lines": duplicate_lines,
@@ -179,6 +207,10 @@ SQLITE_MUTATIONS = {
 }
 
 
+#: SQLite mutations that leave a usable export (the others must be refused).
+SQLITE_USABLE = {"control-name", "xss-name", "wal", "bad-device", "negative-start", "no-kernels", "null-name"}
+
+
 def mutate_sqlite(plain: bytes, sql: str, dest: Path) -> None:
     dest.write_bytes(plain)
     con = sqlite3.connect(dest)
@@ -193,25 +225,25 @@ def mutate_sqlite(plain: bytes, sql: str, dest: Path) -> None:
         Path(f"{dest}{suffix}").unlink(missing_ok=True)
 
 
-def binary_cases(seed: Path, plain: bytes, work: Path, rng: random.Random) -> Iterator[tuple[str, Path]]:
+def binary_cases(seed: Path, plain: bytes, work: Path, rng: random.Random) -> Iterator[tuple[str, Path, bool]]:
     """Mutations of a binary (SQLite / .ncu-rep) seed and of .xz containers."""
     name = plain_name(seed)
     if plain.startswith(b"SQLite format 3\x00"):
         for label, sql in SQLITE_MUTATIONS.items():
             path = work / f"{label}-{name}"
             mutate_sqlite(plain, sql, path)
-            yield label, path
+            yield label, path, label not in SQLITE_USABLE
     for label, mutate in (("truncate", truncate), ("flip", flip_bytes), ("garbage-tail", garbage_tail)):
         path = work / f"{label}-{name}"
         path.write_bytes(mutate(plain, rng))
-        yield label, path
+        yield label, path, label == "truncate"
     if seed.suffix == ".xz":
         raw = seed.read_bytes()
         for label, data in (("xz-truncated", raw[: len(raw) * 2 // 3]), ("xz-garbage-tail", raw + b"garbage\x00" * 9),
                             ("xz-concatenated", raw + raw[:100])):
             path = work / f"{label}-{seed.name}"
             path.write_bytes(data)
-            yield label, path
+            yield label, path, True
 
 
 def file_cases(work: Path, per_seed: int, seed_value: int) -> list[Case]:
@@ -227,25 +259,28 @@ def file_cases(work: Path, per_seed: int, seed_value: int) -> list[Case]:
             found = binary_cases(seed, plain, folder, rng)
         else:
             found = _text_cases(seed, plain, name, folder, per_seed, rng)
-        for label, path in found:
-            cases.append(Case(f"{seed.name}:{label}:{path.name}", ["inspect", str(path)], [path]))
+        for label, path, bad in found:
+            cases.append(Case(f"{seed.name}:{label}:{path.name}", ["inspect", str(path)], [path], bad=bad))
     return cases
 
 
 def _text_cases(seed: Path, plain: bytes, name: str, folder: Path, per_seed: int,
-                rng: random.Random) -> Iterator[tuple[str, Path]]:
+                rng: random.Random) -> Iterator[tuple[str, Path, bool]]:
     mutators = dict(TEXT_MUTATORS)
     if name.endswith(".json"):
-        mutators.update({"deep-json": deep_json, "json-event": json_event})
+        mutators.update({"deep-json": deep_json, **JSON_MUTATORS})
+    if plain.startswith(NSYS_STATS_HEAD):
+        mutators["bad-cell"] = bad_cell
     labels = sorted(mutators)
     for n in range(per_seed):
         label = labels[n % len(labels)]
         path = folder / f"{n}-{label}-{name}"
-        path.write_bytes(mutators[label](plain, rng))
+        data = mutators[label](plain, rng)
+        path.write_bytes(data)
         if seed.suffix == ".xz" and rng.random() < 0.3:  # keep some compressed, as users bring them
             path = path.with_name(path.name + ".xz")
-            path.write_bytes(lzma.compress(path.with_suffix("").read_bytes()))
-        yield label, path
+            path.write_bytes(lzma.compress(data))
+        yield label, path, label in CERTAINLY_BAD
 
 
 def special_cases(work: Path) -> list[Case]:
@@ -253,10 +288,10 @@ def special_cases(work: Path) -> list[Case]:
     cases: list[Case] = []
     bomb = work / "bomb.sqlite.xz"
     bomb.write_bytes(lzma.compress(b"\0" * (256 << 20), preset=1))
-    cases.append(Case("xz-bomb", ["inspect", str(bomb)], [bomb]))
+    cases.append(Case("xz-bomb", ["inspect", str(bomb)], [bomb], bad=True))
     gz = work / "bomb_trace.json.gz"
     gz.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (512 << 20) + b"]}", compresslevel=1))
-    cases.append(Case("gz-bomb", ["inspect", str(gz)], [gz]))
+    cases.append(Case("gz-bomb", ["inspect", str(gz)], [gz], bad=True))
     sample = DATA / "nsys-stats-2025" / "small_vlm_cuda_gpu_mem_size_sum.csv"
     cases.append(Case("committed-mem-size-sum", ["inspect", str(sample)], [sample]))
     ncu = DATA / "ESMM-Research" / "metrics.csv"
@@ -265,7 +300,7 @@ def special_cases(work: Path) -> list[Case]:
     for label, argv in (("compare-bad-current", ["compare", str(ncu), str(broken)]),
                         ("compare-missing", ["compare", str(ncu), str(work / "missing.csv")]),
                         ("compare-empty-dir", ["compare", str(ncu), str(work)])):
-        cases.append(Case(label, argv, [ncu]))
+        cases.append(Case(label, argv, [ncu], bad=True))
     return cases
 
 
@@ -311,7 +346,7 @@ def run_case(case: Case, scratch: Path) -> Outcome:
                 os._exit(code)
     status = _wait(pid, case.timeout)
     text = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
-    outcome = Outcome(case.name, _classify(case, status, text), text.strip()[-300:])
+    outcome = Outcome(case.name, case.bad, _classify(case, status, text), text.strip()[-300:])
     after = digest(case.inputs)
     outcome.modified = sum(before[p] != after[p] for p in before)
     outcome.created = len(siblings(case.inputs) - files_before)
@@ -354,8 +389,11 @@ def _classify(case: Case, status: int | None, stderr: str) -> str:
 
 def summarize(outcomes: list[Outcome]) -> dict[str, int]:
     kinds = Counter(o.kind for o in outcomes)
+    bad = [o for o in outcomes if o.bad]
     return {
         "cases": len(outcomes),
+        "certainly_bad_inputs": len(bad),
+        "certainly_bad_answered_one_line_exit_2": sum(o.kind == "error" for o in bad),
         "tracebacks": kinds["traceback"],
         "crashes": kinds["crash"],
         "hangs": kinds["hang"],
@@ -380,6 +418,6 @@ if __name__ == "__main__":  # python tests/fuzz_cases.py [PER_SEED]: a quick loo
         cases = file_cases(work / "files", int(sys.argv[1]) if len(sys.argv) > 1 else 7, 1) + special_cases(work)
         results = run_all(cases, work / "scratch")
         for o in results:
-            if o.kind not in ("ok", "error") or o.modified or o.created:
+            if o.kind not in ("ok", "error") or o.modified or o.created or o.bad and o.kind != "error":
                 print(o.kind, o.case, "|", o.detail.replace("\n", " ")[-250:])
         print(json.dumps(summarize(results), indent=1))

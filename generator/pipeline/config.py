@@ -25,6 +25,7 @@ from pydantic import (
 
 from generator.errors import InputError
 from generator.model import ReportMeta, VersionMeta
+from generator.pipeline.bounded_glob import expand
 from generator.run_layout import MANIFEST
 from generator.text_safety import first_unsafe
 
@@ -45,7 +46,7 @@ def _expand_files(value: Any, info: ValidationInfo) -> FileSet:
     base: Path = info.context["base"]
     pattern = str(base / value)
     if glob.has_magic(value):
-        paths = tuple(Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if Path(p).is_file())
+        paths = expand(value, base)
         if not paths:
             raise ValueError(f"no file matches {value!r}")
         return FileSet(value, paths)
@@ -86,6 +87,18 @@ def _clean(value: str) -> str:
 
 Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100), AfterValidator(_site_folder)]
 CleanStr = Annotated[str, AfterValidator(_clean)]
+#: Dates a build can stamp: SOURCE_DATE_EPOCH and gzip's 32-bit mtime (1970-01-01 … 2106-02-07).
+FIRST_DATE, LAST_DATE = datetime.date(1970, 1, 1), datetime.date(2106, 2, 7)
+
+
+def _stampable(value: datetime.date) -> datetime.date:
+    if not FIRST_DATE <= value <= LAST_DATE:
+        raise ValueError(f"{value} is outside {FIRST_DATE} … {LAST_DATE}, the dates a build can stamp")
+    return value
+
+
+Date = Annotated[datetime.date, AfterValidator(_stampable)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
@@ -139,7 +152,7 @@ class VersionConfig(_Strict):
 
     id: Slug
     title: Text
-    date: datetime.date
+    date: Date
     notes: Text | None = None
     runs: list[RunDir] = []
     inputs: Inputs = Inputs()
@@ -161,8 +174,8 @@ class VersionConfig(_Strict):
 class GpuPeaks(_Strict):
     """Peak overrides for the roofline (else read from the ncu metrics / device attributes)."""
 
-    peak_dram_gbps: float | None = Field(default=None, gt=0)
-    peak_tflops: dict[str, Annotated[float, Field(gt=0)]] = {}
+    peak_dram_gbps: Positive | None = None
+    peak_tflops: dict[str, Positive] = {}
 
     def as_settings(self) -> dict[str, Any]:
         """The ``AnalysisSettings.peaks`` dict: only the keys report.yaml set."""
@@ -171,7 +184,7 @@ class GpuPeaks(_Strict):
 
 class Classification(_Strict):
     rule: Literal["roofline", "sol", "sm_dram_margin"] = "roofline"
-    margin: float = Field(default=5.0, ge=0)
+    margin: float = Field(default=5.0, ge=0, allow_inf_nan=False)
 
 
 class ReportConfig(_Strict):
@@ -256,6 +269,8 @@ def load_report(path: str | Path) -> ReportConfig:
         raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
     except RecursionError:
         raise InputError(path, "not valid YAML (nested too deeply)") from None
+    except ValueError as exc:  # a date such as 2026-02-30 or 20260-01-01
+        raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping at the top level")
     if expanded_size(data, MAX_YAML_NODES) > MAX_YAML_NODES:

@@ -43,7 +43,8 @@ def xz_chunks(path: Path) -> Iterator[bytes]:
                 if not block:
                     continue
                 if not block.startswith(XZ_MAGIC[: len(block)]):
-                    raise InputError(path, "not an xz file, or garbage after its last xz stream")
+                    raise InputError(path, "corrupt or truncated xz file (not xz data, or garbage after "
+                                           "its last stream)")
                 decoder = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
             try:
                 data = decoder.decompress(block, max_length=CHUNK)
@@ -55,11 +56,11 @@ def xz_chunks(path: Path) -> Iterator[bytes]:
                     yield data
                     data = b"" if decoder.needs_input or decoder.eof else decoder.decompress(b"", max_length=CHUNK)
             except lzma.LZMAError as exc:
-                raise InputError(path, f"corrupt xz file ({exc})") from None
+                raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
             if decoder.eof:
                 pending, decoder = decoder.unused_data, None
     if decoder is not None:
-        raise InputError(path, "truncated xz file (the stream does not end)")
+        raise InputError(path, "corrupt or truncated xz file (the stream does not end)")
 
 
 def decompress_xz_to(path: Path, dest: Path) -> None:

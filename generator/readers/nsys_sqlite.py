@@ -131,6 +131,7 @@ def _open(path: str | Path) -> Iterator[_Capture]:
         conn.close()
 
 
+_INDEX_LIMIT = 2 ** 62  # no capture has more ranges; larger numbers would not fit SQLite's INTEGER
 _SPEC = re.compile(r"^(?P<name>.+?)(?:/(?P<first>[1-9]\d*)(?:/(?P<count>[1-9]\d*))?)?$")
 
 
@@ -139,8 +140,8 @@ def stage_spec(stage: str) -> tuple[str, int | None, int | None]:
     match = _SPEC.match(stage)
     if match is None:
         return stage, None, None
-    first, count = match["first"], match["count"]
-    return match["name"], int(first) if first else None, int(count) if count else None
+    first, count = (min(int(n), _INDEX_LIMIT) if n else None for n in (match["first"], match["count"]))
+    return match["name"], first, count
 
 
 def _stage_list(stages: Sequence[str] | None) -> list[str]:

@@ -36,7 +36,7 @@ _PREAMBLE = re.compile(r"^\s*$|^\s*(Processing \[|NOTICE:|WARNING:|SKIPPED:|Gene
                        r"Generated:|\[\d+/\d+\] \[)")
 _SECTION = re.compile(r"Executing '(\w+)' stats report|^\s*\*\* .*\((\w+)\):\s*$")
 _DASHES = re.compile(r"^\s*-+(\s+-+)*\s*$")
-_HEAD_UNIT = re.compile(r"^(.*?)\s*\(\s*(%|ns|us|μs|ms|s|MB)\s*\)$")
+_HEAD_UNIT = re.compile(r"\(\s*(%|ns|us|μs|ms|s|MB)\s*\)$")  # searched: linear on long header cells
 _TIME_SCALE = {"ns": 1.0, "us": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
 _MISSING = {"", "n/a", "na", "nan", "-", "none"}
 _NSYS_MARKERS = ("Time (%)", "Time(%)", "Total Time (", "Avg (", "Start (ns)", "Duration (ns)")
@@ -82,9 +82,9 @@ def _field(head: str, unknown: list[str]) -> tuple[str, float] | None:
     None for a cell we do not use (size statistics in MB) or do not know (then noted in ``unknown``).
     """
     text, unit = head.strip(), None
-    match = _HEAD_UNIT.match(text)
+    match = _HEAD_UNIT.search(text)
     if match:
-        text, unit = match[1], match[2]
+        text, unit = text[: match.start()].rstrip(), match[1]
     base = _BASES.get(re.sub(r"\s+", "", text).lower())
     if unit == "%" and base == "time_pct":
         return base, 1.0

@@ -13,8 +13,8 @@ from generator.metric_table import CANONICAL_METRIC_NAMES
 from generator.model import STAT_COLUMNS, Dataset, GpuInfo
 from generator.text_safety import clean_frame, clean_text
 
-#: Largest count, duration (ns), byte count or id we accept: int64, what SQLite and pandas hold.
-LIMIT = float(2 ** 63 - 1)
+#: Largest count, duration (ns), byte count or id we accept: 2**53 (exact in float64; 104 days in ns).
+LIMIT = float(2 ** 53)
 
 #: Dataset table → (what its rows are, the column naming a row, columns that must be ≥ 0,
 #: columns that must be present in every row).
