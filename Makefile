@@ -3,13 +3,17 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: site test setup setup-test system-deps serve
+.PHONY: site test lint setup setup-test system-deps serve
 
 site: setup                      ## install the generator and build the bundled example report into site/
 	$(BIN)/python -m generator build
 
-test: setup-test system-deps     ## install everything incl. the capture extra and run the whole test suite
+test: setup-test system-deps lint  ## install everything incl. the capture extra, lint, run the whole test suite
 	$(BIN)/python -m pytest
+
+lint: setup-test                 ## ruff (style, bugs, import order) and import-linter (the layer contracts in .importlinter)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 serve: setup
 	$(BIN)/mkdocs serve

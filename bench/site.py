@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from generator.commands.build import EXAMPLE  # noqa: E402
-from generator.pipeline.config import load_report  # noqa: E402
 from generator.pipeline.build import build_site  # noqa: E402
+from generator.pipeline.config import load_report  # noqa: E402
 
 TARGET_S = 20.0
 H200 = ROOT / "tests" / "data" / "h200-small"

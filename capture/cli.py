@@ -6,7 +6,7 @@ import os
 import shlex
 import shutil
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from capture import commands as cmd
@@ -80,7 +80,7 @@ def _one(cfg: RunConfig, dry_run: bool) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    name = args.name or f"{args.workload.replace(':', '-')}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
+    name = args.name or f"{args.workload.replace(':', '-')}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     return _one(_config(args, args.out / name, workload_params.from_namespace(args)), args.dry_run)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from capture.workloads.params import Params, to_argv
-from generator.run_layout import NSYS_STATS_REPORT, RunLayout
+from generator.run_layout import NSYS_STATS_REPORT as NSYS_STATS_REPORT  # the report capture.run asks for
+from generator.run_layout import RunLayout
 
 #: ncu sections collected by default (``--set`` and ``--metrics`` add to them).
 DEFAULT_SECTIONS: tuple[str, ...] = (

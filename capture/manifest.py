@@ -11,7 +11,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from capture.tools import CaptureError
@@ -29,7 +29,7 @@ def create_run_dir(path: Path) -> Path:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class PhaseFailed(Exception):
@@ -85,6 +85,3 @@ class Manifest:
         finally:
             entry.update(end=_now(), seconds=round(time.monotonic() - start, 3))
             self.save()
-
-    def phase_ok(self, name: str) -> bool:
-        return any(p["name"] == name and p["status"] == "ok" for p in self.data["phases"])

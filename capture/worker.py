@@ -11,9 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from capture.workloads import WorkloadError, resolve
+from capture.workloads import WorkloadError, resolve, stages
 from capture.workloads import params as workload_params
-from capture.workloads import stages
 
 
 def parser() -> argparse.ArgumentParser:

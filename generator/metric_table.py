@@ -1,13 +1,18 @@
-"""The one table of canonical per-launch metrics and where each comes from in ncu outputs.
+"""The metric registry: canonical per-launch metrics, where each comes from in ncu outputs, and how
+pages, charts, data files and the regression gate show them.
 
-Readers look metrics up here (:func:`resolve`); analyses and templates use the canonical ``name``
-only. Units are canonical: ns, percent 0–100, bytes, FLOP, per-second rates.
+Readers look metrics up here (:func:`resolve`); analyses use the canonical ``name``. Units are
+canonical: ns, percent 0–100, bytes, FLOP, per-second rates. DISPLAY_METRICS say how a canonical
+metric is shown (key, display unit and scale, better direction, histogram or not); their words are
+``metrics.<key>`` in every translation file (templates/i18n/<lang>.yaml).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import pandas as pd
 
 from generator import units
 
@@ -31,8 +36,6 @@ class Formula:
 class CanonicalMetric:
     name: str
     unit: str  # canonical unit: "ns", "%", "byte", "FLOP", "byte/s", "FLOP/s", "count", "Hz", ...
-    label_en: str
-    label_zh: str
     #: ncu metric names, first present wins (exact names as in `--page raw` / `--metrics`).
     ncu_metrics: tuple[str, ...] = ()
     #: (section display name, metric display name) pairs of `--page details`, first present wins.
@@ -80,83 +83,63 @@ def _peak(fma: str, flop_per_inst: float) -> tuple[Formula, ...]:
 
 
 CANONICAL_METRICS: tuple[CanonicalMetric, ...] = (
-    CanonicalMetric("duration_ns", "ns", "Duration", "耗时",
-                    (_DURATION,), ((SOL, "Duration"),)),
-    CanonicalMetric("sm_throughput_pct", "%", "SM throughput", "SM 吞吐率",
-                    ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+    CanonicalMetric("duration_ns", "ns", (_DURATION,), ((SOL, "Duration"),)),
+    CanonicalMetric("sm_throughput_pct", "%", ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
                     ((SOL, "Compute (SM) Throughput"), (SOL, "SM [%]"))),
-    CanonicalMetric("dram_throughput_pct", "%", "DRAM throughput", "DRAM 吞吐率",
+    CanonicalMetric("dram_throughput_pct", "%",
                     ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
                      "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
                     ((SOL, "DRAM Throughput"),)),
-    CanonicalMetric("memory_throughput_pct", "%", "Memory throughput", "内存吞吐率",
-                    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
+    CanonicalMetric("memory_throughput_pct", "%", ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
                     ((SOL, "Memory Throughput"), (SOL, "Memory [%]"))),
-    CanonicalMetric("memory_throughput_bytes_per_s", "byte/s", "Memory throughput", "内存吞吐量",
+    CanonicalMetric("memory_throughput_bytes_per_s", "byte/s",
                     ("dram__bytes.sum.per_second",), ((MWA, "Memory Throughput"),)),
-    CanonicalMetric("l1_hit_rate_pct", "%", "L1/TEX hit rate", "L1/TEX 命中率",
-                    ("l1tex__t_sector_hit_rate.pct",), ((MWA, "L1/TEX Hit Rate"),)),
-    CanonicalMetric("l1_throughput_pct", "%", "L1/TEX throughput", "L1/TEX 吞吐率",
-                    ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
+    CanonicalMetric("l1_hit_rate_pct", "%", ("l1tex__t_sector_hit_rate.pct",), ((MWA, "L1/TEX Hit Rate"),)),
+    CanonicalMetric("l1_throughput_pct", "%", ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
                     ((SOL, "L1/TEX Cache Throughput"),)),
-    CanonicalMetric("l2_hit_rate_pct", "%", "L2 hit rate", "L2 命中率",
-                    ("lts__t_sector_hit_rate.pct",), ((MWA, "L2 Hit Rate"),)),
-    CanonicalMetric("l2_throughput_pct", "%", "L2 throughput", "L2 吞吐率",
-                    ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
+    CanonicalMetric("l2_hit_rate_pct", "%", ("lts__t_sector_hit_rate.pct",), ((MWA, "L2 Hit Rate"),)),
+    CanonicalMetric("l2_throughput_pct", "%", ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
                     ((SOL, "L2 Cache Throughput"),)),
-    CanonicalMetric("achieved_occupancy_pct", "%", "Achieved occupancy", "实际占用率",
-                    ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+    CanonicalMetric("achieved_occupancy_pct", "%", ("sm__warps_active.avg.pct_of_peak_sustained_active",),
                     ((OCC, "Achieved Occupancy"),)),
-    CanonicalMetric("theoretical_occupancy_pct", "%", "Theoretical occupancy", "理论占用率",
+    CanonicalMetric("theoretical_occupancy_pct", "%",
                     ("sm__maximum_warps_per_active_cycle_pct",), ((OCC, "Theoretical Occupancy"),)),
-    CanonicalMetric("memory_busy_pct", "%", "Memory busy", "内存繁忙度",
+    CanonicalMetric("memory_busy_pct", "%",
                     ("gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed",),
                     ((MWA, "Mem Busy"),)),
-    CanonicalMetric("max_bandwidth_pct", "%", "Max bandwidth", "最大带宽利用率",
+    CanonicalMetric("max_bandwidth_pct", "%",
                     ("gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed",),
                     ((MWA, "Max Bandwidth"),)),
-    CanonicalMetric("dram_bytes", "byte", "DRAM bytes", "DRAM 字节数",
-                    ("dram__bytes.sum",), (),
+    CanonicalMetric("dram_bytes", "byte", ("dram__bytes.sum",), (),
                     (Formula(((1, "dram__bytes_read.sum"), (1, "dram__bytes_write.sum"))),
                      Formula(((1, "dram__bytes.sum.per_second"),), (_DURATION,), 1e-9))),
-    CanonicalMetric("flop_fp64", "FLOP", "FP64 FLOP", "FP64 浮点运算",
-                    ncu_formulas=_flop("dfma", "dadd", "dmul", (2, 1, 1))),
-    CanonicalMetric("flop_fp32", "FLOP", "FP32 FLOP", "FP32 浮点运算",
-                    ncu_formulas=_flop("ffma", "fadd", "fmul", (2, 1, 1))),
+    CanonicalMetric("flop_fp64", "FLOP", ncu_formulas=_flop("dfma", "dadd", "dmul", (2, 1, 1))),
+    CanonicalMetric("flop_fp32", "FLOP", ncu_formulas=_flop("ffma", "fadd", "fmul", (2, 1, 1))),
     # HFMA2/HADD2/HMUL2 work on two halves: ncu's half-precision roofline weighs them 4, 2, 2.
-    CanonicalMetric("flop_fp16", "FLOP", "FP16 FLOP (non-tensor)", "FP16 浮点运算（非张量核）",
-                    ncu_formulas=_flop("hfma", "hadd", "hmul", (4, 2, 2))),
+    CanonicalMetric("flop_fp16", "FLOP", ncu_formulas=_flop("hfma", "hadd", "hmul", (4, 2, 2))),
     # Filled by resolve() from TENSOR_DATAPATHS.
-    CanonicalMetric("flop_tensor", "FLOP", "Tensor-core FLOP", "张量核浮点运算"),
-    CanonicalMetric("peak_fp32_flop_per_s", "FLOP/s", "Peak FP32", "FP32 峰值",
-                    ncu_formulas=_peak("ffma", 2)),
-    CanonicalMetric("peak_fp64_flop_per_s", "FLOP/s", "Peak FP64", "FP64 峰值",
-                    ncu_formulas=_peak("dfma", 2)),
-    CanonicalMetric("peak_fp16_flop_per_s", "FLOP/s", "Peak FP16 (non-tensor)", "FP16 峰值（非张量核）",
-                    ncu_formulas=_peak("hfma", 4)),
+    CanonicalMetric("flop_tensor", "FLOP"),
+    CanonicalMetric("peak_fp32_flop_per_s", "FLOP/s", ncu_formulas=_peak("ffma", 2)),
+    CanonicalMetric("peak_fp64_flop_per_s", "FLOP/s", ncu_formulas=_peak("dfma", 2)),
+    CanonicalMetric("peak_fp16_flop_per_s", "FLOP/s", ncu_formulas=_peak("hfma", 4)),
     # Filled by resolve() from TENSOR_DATAPATHS.
-    CanonicalMetric("peak_tensor_flop_per_s", "FLOP/s", "Peak tensor (dense)", "张量核峰值（稠密）"),
-    CanonicalMetric("peak_dram_bytes_per_s", "byte/s", "Peak DRAM bandwidth", "DRAM 峰值带宽",
+    CanonicalMetric("peak_tensor_flop_per_s", "FLOP/s"),
+    CanonicalMetric("peak_dram_bytes_per_s", "byte/s",
                     ncu_formulas=(Formula(((1, "dram__bytes.sum.peak_sustained"),),
                                           ("dram__cycles_elapsed.avg.per_second",)),)),
-    CanonicalMetric("waves_per_sm", "count", "Waves per SM", "每 SM 波数",
-                    ("launch__waves_per_multiprocessor",), ((LAUNCH, "Waves Per SM"),)),
-    CanonicalMetric("grid_size", "count", "Grid size (blocks)", "网格大小（块）",
-                    ("launch__grid_size",), ((LAUNCH, "Grid Size"),)),
-    CanonicalMetric("block_size", "count", "Block size (threads)", "块大小（线程）",
-                    ("launch__block_size",), ((LAUNCH, "Block Size"),)),
-    CanonicalMetric("registers_per_thread", "count", "Registers per thread", "每线程寄存器",
+    CanonicalMetric("waves_per_sm", "count", ("launch__waves_per_multiprocessor",), ((LAUNCH, "Waves Per SM"),)),
+    CanonicalMetric("grid_size", "count", ("launch__grid_size",), ((LAUNCH, "Grid Size"),)),
+    CanonicalMetric("block_size", "count", ("launch__block_size",), ((LAUNCH, "Block Size"),)),
+    CanonicalMetric("registers_per_thread", "count",
                     ("launch__registers_per_thread",), ((LAUNCH, "Registers Per Thread"),)),
-    CanonicalMetric("shared_mem_per_block_bytes", "byte", "Shared memory per block", "每块共享内存",
-                    ("launch__shared_mem_per_block",), (),
+    CanonicalMetric("shared_mem_per_block_bytes", "byte", ("launch__shared_mem_per_block",), (),
                     (Formula(((1, "launch__shared_mem_per_block_static"),
                               (1, "launch__shared_mem_per_block_dynamic"),
                               (1, "launch__shared_mem_per_block_driver"))),)),
-    CanonicalMetric("sm_frequency_hz", "Hz", "SM frequency", "SM 频率",
+    CanonicalMetric("sm_frequency_hz", "Hz",
                     ("gpc__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second"),
                     ((SOL, "SM Frequency"),)),
-    CanonicalMetric("elapsed_cycles", "count", "Elapsed cycles", "耗用周期",
-                    ("gpc__cycles_elapsed.max",), ((SOL, "Elapsed Cycles"),)),
+    CanonicalMetric("elapsed_cycles", "count", ("gpc__cycles_elapsed.max",), ((SOL, "Elapsed Cycles"),)),
 )
 
 #: Floating-point tensor-core datapaths (integer paths count OPs, not FLOP, and are left out).
@@ -184,6 +167,44 @@ TENSOR_DATAPATH_COLUMN = "tensor_datapath"
 
 METRICS_BY_NAME: dict[str, CanonicalMetric] = {m.name: m for m in CANONICAL_METRICS}
 CANONICAL_METRIC_NAMES: list[str] = [m.name for m in CANONICAL_METRICS]
+
+LOWER, HIGHER = "lower", "higher"
+
+
+@dataclass(frozen=True)
+class DisplayMetric:
+    """A canonical metric as the report shows it."""
+
+    key: str  # what data files, summary.json, charts and templates call it
+    source: str  # the CanonicalMetric it shows
+    unit: str  # display unit
+    scale: float = 1.0  # canonical value × scale = display value
+    better: str | None = None  # LOWER or HIGHER for metrics the regression gate can watch
+    histogram: bool = True  # drawn on the histograms page (in this table's order)
+
+    def values(self, frame: pd.DataFrame) -> pd.Series:
+        """``frame``'s source column as numbers (NaN where absent or not a number), not yet scaled."""
+        if self.source not in frame:
+            return pd.Series(math.nan, index=frame.index)
+        return pd.to_numeric(frame[self.source], errors="coerce")
+
+
+DISPLAY_METRICS: tuple[DisplayMetric, ...] = (
+    DisplayMetric("sm_throughput_pct", "sm_throughput_pct", "%", better=HIGHER),
+    DisplayMetric("dram_throughput_pct", "dram_throughput_pct", "%", better=HIGHER),
+    DisplayMetric("memory_throughput_pct", "memory_throughput_pct", "%", better=HIGHER),
+    DisplayMetric("memory_throughput_gbps", "memory_throughput_bytes_per_s", "GB/s", 1e-9),
+    DisplayMetric("l1_hit_rate_pct", "l1_hit_rate_pct", "%", better=HIGHER),
+    DisplayMetric("l1_throughput_pct", "l1_throughput_pct", "%"),
+    DisplayMetric("l2_hit_rate_pct", "l2_hit_rate_pct", "%", better=HIGHER),
+    DisplayMetric("l2_throughput_pct", "l2_throughput_pct", "%"),
+    DisplayMetric("achieved_occupancy_pct", "achieved_occupancy_pct", "%", better=HIGHER),
+    DisplayMetric("theoretical_occupancy_pct", "theoretical_occupancy_pct", "%"),
+    DisplayMetric("duration_us", "duration_ns", "µs", 1e-3, better=LOWER),
+    DisplayMetric("memory_busy_pct", "memory_busy_pct", "%"),
+    DisplayMetric("max_bandwidth_pct", "max_bandwidth_pct", "%"),
+)
+DISPLAY: dict[str, DisplayMetric] = {m.key: m for m in DISPLAY_METRICS}
 
 #: A raw ncu metric as (value text or number, unit text), or None when the input lacks it.
 RawLookup = Callable[[str], "tuple[str | float, str] | None"]

@@ -80,6 +80,19 @@ KERNEL_METRICS_ID_COLUMNS: list[str] = [
     "process",  # process name or None
 ]
 
+def renumber_launches(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """Per-launch tables of several profiles with unique ``launch_id``s, in the given order: a table
+    whose ids are not all above the largest id so far is shifted to start just after it (so id
+    order stays file order and each file's own order is kept)."""
+    kept: list[pd.DataFrame] = []
+    for frame in frames:
+        ids = [int(f["launch_id"].max()) for f in kept if len(f)]
+        if ids and len(frame) and int(frame["launch_id"].min()) <= max(ids):
+            frame = frame.assign(launch_id=frame["launch_id"] + (max(ids) + 1 - int(frame["launch_id"].min())))
+        kept.append(frame)
+    return kept
+
+
 #: Per memcpy kind: count, total_bytes, total_ns, avg_ns, … (nsys cuda_gpu_mem_time_sum/size_sum).
 MEMCPY_SUMMARY_COLUMNS: list[str] = [
     "operation",  # normalized: "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "memset"

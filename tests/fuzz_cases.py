@@ -18,7 +18,6 @@ import lzma
 import os
 import random
 import re
-import shutil
 import signal
 import sqlite3
 import sys

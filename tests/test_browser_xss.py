@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from test_browser import CHROMIUM, CHROMIUM_ARGS, PREFIX, _free_port, _PrefixHandler
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from capture.kernel_filter import escape, exact_regex, is_nccl
 
 NASTY = [
-    "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, std::array<char *, (unsigned long)1>>(int, T2, T3)",
+    "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, "
+    "std::array<char *, (unsigned long)1>>(int, T2, T3)",
     "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_tn_align1>(T1::Params)",
     "k[0]*+?|.^${}\\",
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",

@@ -100,7 +100,7 @@ def test_model_directory_with_real_weights(tmp_path: Path) -> None:
                                  num_key_value_heads=2, vocab_size=100)).save_pretrained(tmp_path / "llm")
     ViTForImageClassification(ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                         intermediate_size=64, image_size=32, patch_size=8)).save_pretrained(tmp_path / "vit")
-    common = dict(device="cpu", dtype="float32", warmup=0)
+    common = {"device": "cpu", "dtype": "float32", "warmup": 0}
     assert worker.run("llm-decode", Params(model=str(tmp_path / "llm"), prompt_len=3, new_tokens=2, **common)) == ["prefill", "decode"]
     assert worker.run("vit", Params(model=str(tmp_path / "vit"), **common)) == ["vit"]
     with pytest.raises(ValueError, match="takes no --model"):

@@ -15,7 +15,15 @@ import pandas as pd
 import pytest
 
 from generator.analyses.classify import (
-    BALANCED, COMPUTE, LATENCY, MEMORY, SMALL_GRID, UNKNOWN, class_stats, classify, profiled_kernels,
+    BALANCED,
+    COMPUTE,
+    LATENCY,
+    MEMORY,
+    SMALL_GRID,
+    UNKNOWN,
+    class_stats,
+    classify,
+    profiled_kernels,
 )
 from generator.analyses.roofline import Peaks
 

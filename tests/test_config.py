@@ -6,12 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import DATA, ROOT
 
 from generator.cli import main
-from generator.pipeline.config import key_path, load_report, report_meta
 from generator.errors import InputError
-
-from conftest import DATA, ROOT
+from generator.pipeline.config import key_path, load_report, report_meta
 
 H200 = DATA / "h200-small"
 

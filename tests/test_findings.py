@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 
 from generator.analyses import findings as F
-from generator.render.findings import render_finding, render_method
 from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.naming import name_kernels
 from generator.analyses.result import Finding
 from generator.analyses.roofline import device_peaks
-from generator.pipeline.inputs import InputCache, load_manifest, manifest_stages
 from generator.model import ALL_STAGES
+from generator.pipeline.inputs import InputCache, load_manifest, manifest_stages
 from generator.readers import read
+from generator.render.findings import render_finding, render_method
 
 DATA = Path(__file__).parent / "data"
 H200 = DATA / "h200-small"

@@ -10,7 +10,7 @@ import pytest
 
 from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.durations import top_by_duration
-from generator.analyses.histograms import HISTOGRAMS, bin_edges, histogram_datasets
+from generator.analyses.histograms import HISTOGRAMS, histogram_datasets
 from generator.readers import read
 
 DATA = Path(__file__).parent / "data"
@@ -70,12 +70,6 @@ def test_missing_metric_gives_empty_dataset_not_zeros():
         distinct = {row[4] for row in csv.reader(fh) if row and row[0] != "ID"}
     assert len(data["achieved_occupancy_pct"]) == len(kernels) == len(distinct) == 7  # 10 launches
     assert top_by_duration(kernels).empty
-
-
-def test_bin_edges_span_values():
-    assert bin_edges([2.0, 7.0, 12.0], bins=5) == [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
-    assert bin_edges([3.0, 3.0], bins=2) == [3.0, 3.5, 4.0]
-    assert bin_edges([]) == []
 
 
 def test_top_by_duration_on_prefill(decode):

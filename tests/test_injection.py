@@ -13,8 +13,8 @@ import yaml
 from markupsafe import Markup
 from mkdocs.utils.yaml import get_yaml_loader
 
-from generator.pipeline.config import load_report
 from generator.errors import InputError
+from generator.pipeline.config import load_report
 from generator.render.html_config import front_matter_title, yaml_html_text
 from generator.text_safety import clean_text, csv_cell, csv_safe
 

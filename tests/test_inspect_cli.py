@@ -108,7 +108,7 @@ def test_ncu_details_csv_summary_matches_csv_module(capsys):
 def test_ncu_raw_csv_summary_matches_csv_module(capsys):
     rc, [summary], _ = inspect_json(capsys, DECODE_RAW)
     assert rc == 0
-    header, units, *rows = list(csv.reader(io.StringIO(lzma.open(DECODE_RAW, "rt").read())))
+    header, units, *rows = list(csv.reader(io.StringIO(lzma.decompress(DECODE_RAW.read_bytes()).decode())))
     col = header.index("gpu__time_duration.sum")
     scale = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}[units[col]]
     metrics = summary["kernel_metrics"]

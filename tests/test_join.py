@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from generator.analyses.join import JOIN_COLUMNS, attach_stage_time, base_name, coverage
+from generator.analyses.join import JOIN_COLUMNS, attach_stage_time, coverage
+from generator.analyses.kernel_match import base_name
 from generator.readers.base import read
 from generator.readers.nsys_sqlite import kernel_summary
 
@@ -20,7 +21,7 @@ STAGES = ["all", "vision", "projector", "prefill", "decode"]
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory) -> pd.DataFrame:
     plain = tmp_path_factory.mktemp("join") / "small_vlm.nsys.sqlite"
-    plain.write_bytes(lzma.open(H200 / "small_vlm.nsys.sqlite.xz").read())
+    plain.write_bytes(lzma.decompress((H200 / "small_vlm.nsys.sqlite.xz").read_bytes()))
     return kernel_summary(plain, STAGES)
 
 

@@ -6,7 +6,6 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
 from conftest import BuiltSite
 
 pytestmark = pytest.mark.slow

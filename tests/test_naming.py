@@ -11,9 +11,9 @@ from pathlib import Path
 
 import ncu_report
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import yaml
 
 from generator.analyses.cpp_names import canonical, parse_name
 from generator.analyses.naming import CATEGORIES, kernels_yaml, name_kernels
@@ -47,7 +47,7 @@ def _plain(rel: str, tmp: Path) -> Path:
         return path
     out = tmp / path.stem
     if not out.exists():
-        out.write_bytes(lzma.open(path).read())
+        out.write_bytes(lzma.decompress(path.read_bytes()))
     return out
 
 

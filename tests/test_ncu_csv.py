@@ -11,8 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.errors import InputError
+from generator.model import renumber_launches
+from generator.pipeline.config import load_report
+from generator.pipeline.inputs import InputCache, version_inputs
 from generator.readers import detect, read
-from generator.readers.ncu_csv import READER, nvtx_entries, read_many, read_ncu_dir
+from generator.readers.ncu_csv import READER, nvtx_entries
 from tests.conftest import DATA
 
 DECODE_RAW = DATA / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz"
@@ -136,18 +139,41 @@ def test_reader_registry_sniffs_csv():
     assert detect(ESMM_CSV).format == "ncu-csv"
 
 
-def test_read_many_and_dir_keep_launch_ids_unique(tmp_path):
-    for i, src in enumerate((ESMM_CSV, ESMM_CSV)):
+def test_per_kernel_csv_folders_keep_launch_ids_unique(tmp_path):
+    """A study of one `kernel_*/ncu.details.csv` per kernel (each numbering its launches from 0),
+    given as a glob next to an .ncu-rep: every launch read once, ids unique in file order."""
+    for i in range(2):
         (tmp_path / f"kernel_{i:04d}").mkdir()
-        (tmp_path / f"kernel_{i:04d}" / "ncu.details.csv").write_bytes(src.read_bytes())
-    ds = read_ncu_dir(tmp_path)
-    km = ds.kernel_metrics
-    assert list(km["launch_id"]) == list(range(18))
-    assert list(km["duration_ns"][:9]) == list(km["duration_ns"][9:])
-    mixed = read_many([ESMM_CSV, DATA / "ESMM-Research" / "profile_output.ncu-rep"])
-    assert mixed.kernel_metrics["launch_id"].is_unique and len(mixed.kernel_metrics) == 13
-    with pytest.raises(InputError, match="no kernel_"):
-        read_ncu_dir(DATA)
+        (tmp_path / f"kernel_{i:04d}" / "ncu.details.csv").write_bytes(ESMM_CSV.read_bytes())
+    report = tmp_path / "report.yaml"
+    report.write_text(f"""
+id: r
+title: {{en: R, zh: R}}
+versions:
+  - id: v1
+    title: {{en: V1, zh: 一}}
+    date: 2025-01-01
+    inputs:
+      nsys: [{DATA}/h200-small/small_vlm.nsys.sqlite.xz]
+      ncu: ["kernel_*/ncu.details.csv", {DATA}/ESMM-Research/profile_output.ncu-rep]
+""", encoding="utf-8")
+    with InputCache() as cache:
+        km = version_inputs(load_report(report).versions[0], cache, report, 0).kernel_metrics
+    assert list(km["launch_id"]) == list(range(len(km))) and len(km) == 9 + 9 + 4
+    assert list(km["duration_ns"][:9]) == list(km["duration_ns"][9:18])
+
+
+def test_renumbered_launch_ids_keep_file_order():
+    """One rule (model.renumber_launches) for read_many and a version's inputs: a file whose ids are
+    not all above the ids so far starts just after them, so id order is file order."""
+    decode, prefill = read(DECODE_RAW).kernel_metrics, read(PREFILL_DETAILS).kernel_metrics
+    late = decode.assign(launch_id=decode["launch_id"] + 10_000)
+    first, second = renumber_launches([late, prefill])
+    assert list(first["launch_id"]) == list(late["launch_id"])
+    assert list(second["launch_id"]) == [i - prefill["launch_id"].min() + late["launch_id"].max() + 1
+                                         for i in prefill["launch_id"]]
+    kept = renumber_launches([prefill, late])  # already above: unchanged
+    assert [list(f["launch_id"]) for f in kept] == [list(prefill["launch_id"]), list(late["launch_id"])]
 
 
 # ---- bad input -------------------------------------------------------------------------------

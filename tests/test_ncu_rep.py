@@ -8,7 +8,7 @@ import ncu_report
 import pytest
 
 from generator.errors import InputError
-from generator.metric_table import CANONICAL_METRICS, CANONICAL_METRIC_NAMES
+from generator.metric_table import CANONICAL_METRIC_NAMES, CANONICAL_METRICS
 from generator.model import KERNEL_METRICS_ID_COLUMNS
 from generator.readers import detect, read
 from tests.conftest import DATA

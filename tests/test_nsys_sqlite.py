@@ -12,8 +12,8 @@ import pytest
 
 from generator.errors import InputError
 from generator.model import ALL_STAGES, API_SUMMARY_COLUMNS, KERNEL_SUMMARY_COLUMNS
-from generator.readers import read
 from generator.readers import nsys_sqlite as ns
+from generator.readers import read
 from tests.conftest import DATA
 
 VLM = DATA / "h200-small/small_vlm.nsys.sqlite.xz"
@@ -255,11 +255,6 @@ def test_stage_timeline_equals_python_walk(plain) -> None:
         for col, value in want.items():
             assert got[col] == value, (stage, col)
     assert tl.loc["projector", "instances"] == 3 and tl.loc["projector", "launches"] == 9
-
-
-def test_nvtx_stages_in_capture_order(plain) -> None:
-    assert ns.nvtx_stages(plain(VLM)) == VLM_STAGES
-    assert ns.nvtx_stages(plain(PERLMUTTER)) == []
 
 
 def test_bad_files_are_one_line_input_errors(plain, tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from generator.readers import read
 from generator.readers import nsys_sqlite as ns
+from generator.readers import read
 from tests.conftest import DATA
 
 TRUTH = DATA / "nsys-stats-2025"

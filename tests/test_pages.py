@@ -11,10 +11,10 @@ import pytest
 import yaml
 from helpers_pages import example_result
 
-from generator.model import VersionMeta
-from generator.model import GpuInfo
+from generator.model import GpuInfo, VersionMeta
 from generator.render.markdown import Numbers, escape_text, name_cell
-from generator.render.pages import PAGES, page_file, page_names, render_page, render_version, translator
+from generator.render.pages import PAGES, page_file, page_names, render_page, render_version
+from generator.render.translations import translator
 
 #: The Markdown extensions of the site's mkdocs.yml that change structure (ids, tables, admonitions).
 EXTENSIONS = ["tables", "attr_list", "md_in_html", "admonition", "pymdownx.superfences",
@@ -62,7 +62,7 @@ def test_top_kernels_rows_are_the_result(rendered, lang: str) -> None:
     result, _, docs = rendered
     text = _page(docs, "top-kernels", lang)
     n = Numbers(translator(lang)("unknown"))
-    for stage, top in result.top_kernels.items():
+    for top in result.top_kernels.values():
         for row in top.to_dict("records"):
             line = _row(text, f"| {row['rank']} | {name_cell(row['friendly_name'], n.unknown, title=row['name'])}",
                         n.pct(row["time_pct"]), n.ms(row["total_ns"]), n.int(row["count"]), n.us(row["avg_ns"]))

@@ -9,13 +9,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from test_classify import decode_rows
 
 from generator.analyses.classify import classify, profiled_kernels
 from generator.analyses.roofline import Peaks, device_peaks, kernel_intensity, roofline_datasets
-from generator.run_layout import ncu_candidates
 from generator.model import GpuInfo
 from generator.readers import read
-from test_classify import decode_rows
+from generator.run_layout import ncu_candidates
 
 GEMV = "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"
 

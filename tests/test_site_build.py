@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import DATA, ROOT, BuiltSite
 from mkdocs.config import load_config
 from pandas.testing import assert_frame_equal
 
-from conftest import DATA, ROOT, BuiltSite
 from generator.cli import main
 from generator.commands.build import EXAMPLE
-from generator.pipeline.config import load_report
 from generator.errors import InputError
+from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache, version_inputs
 
 pytestmark = pytest.mark.slow

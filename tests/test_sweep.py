@@ -18,8 +18,8 @@ import yaml
 
 from generator.analyses.sweep import BREAK_EVEN_MIN_EXTRA_PCT, LAUNCH_BOUND_IDLE_PCT, SHORT_KERNEL_NS
 from generator.cli import main
-from generator.pipeline.config import load_report
 from generator.errors import InputError
+from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
 
@@ -354,7 +354,8 @@ def test_break_even_reproduces_seed_002():
 def test_break_even_text_in_both_languages(h200):
     """The page quotes a break-even finding's evidence (the seed 002 numbers added to the H200 sweep)."""
     from generator.analyses.sweep import break_even
-    from generator.render.pages import build_charts, render_page, translator
+    from generator.render.pages import build_charts, render_page
+    from generator.render.translations import translator
     from tests.helpers_pages import example_result
 
     _, _, sweep, _ = h200
@@ -391,7 +392,8 @@ def test_multi_stage_runs_leave_the_median_gap_unknown(tmp_path):
             assert table.at[impl, key] == pytest.approx(sum(p[key] for p in parts)), (impl, key)
         assert math.isnan(table.at[impl, "idle_med_ns"]) and math.isnan(table.at[impl, "launch_cost_ns"])
     assert not [f for f in result.findings if f.id == "sweep_break_even"]  # cost unknown (and no trade-off)
-    from generator.render.pages import build_charts, render_page, translator
+    from generator.render.pages import build_charts, render_page
+    from generator.render.translations import translator
     from tests.helpers_pages import example_result
 
     version, meta = example_result()

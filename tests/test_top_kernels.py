@@ -33,7 +33,7 @@ GROUP BY launched.nid ORDER BY sum(d) DESC, s.value LIMIT :n
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory) -> Path:
     plain = tmp_path_factory.mktemp("top") / "small_vlm.nsys.sqlite"
-    plain.write_bytes(lzma.open(SQLITE_XZ).read())
+    plain.write_bytes(lzma.decompress(SQLITE_XZ.read_bytes()))
     return plain
 
 

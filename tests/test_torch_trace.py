@@ -7,8 +7,8 @@ import lzma
 import statistics
 import time
 from collections import defaultdict
+from datetime import UTC, datetime
 from functools import cache
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -110,7 +110,7 @@ def test_ts_is_microseconds_even_with_display_unit_ns():
     # epoch gives the same minute (ts in ns would land in 1970).
     doc = load(NS_RES)
     assert "2024-04-03 18:51:35" in doc["INFO"][0]
-    when = datetime.fromtimestamp(kernels(doc)[0]["ts"] / 1e6, tz=timezone.utc)
+    when = datetime.fromtimestamp(kernels(doc)[0]["ts"] / 1e6, tz=UTC)
     assert when.strftime("%Y-%m-%d %H:%M") == "2024-04-04 01:51"
 
 

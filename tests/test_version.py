@@ -14,8 +14,8 @@ import yaml
 from generator.analyses.classify import LATENCY, RULE_CLASSES
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.model import VersionInputs
-from generator.render.data_files import write_version_data
 from generator.pipeline.inputs import InputCache
+from generator.render.data_files import write_version_data
 
 H200 = Path(__file__).parent / "data" / "h200-small"
 STAGES = ("all", "vision", "projector", "prefill", "decode")

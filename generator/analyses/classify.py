@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.roofline import Peaks, as_float, kernel_intensity
-from generator.metric_table import CANONICAL_METRIC_NAMES
+from generator.metric_table import CANONICAL_METRIC_NAMES, DISPLAY
 
 RULES = ("roofline", "sol", "sm_dram_margin")
 COMPUTE, MEMORY, LATENCY, BALANCED, UNKNOWN = (
@@ -56,16 +56,9 @@ SOL_APART_PCT = 10.0  # SM and memory at least this many points apart → bound 
 SMALL_GRID_WAVES = 1.0  # waves per SM below this → "small grid"
 DEFAULT_MARGIN = 5.0
 
-#: summary metric key → (canonical column, scale into the key's unit)
-MEAN_METRICS: dict[str, tuple[str, float]] = {
-    "sm_throughput_pct": ("sm_throughput_pct", 1.0),
-    "dram_throughput_pct": ("dram_throughput_pct", 1.0),
-    "memory_throughput_pct": ("memory_throughput_pct", 1.0),
-    "achieved_occupancy_pct": ("achieved_occupancy_pct", 1.0),
-    "l1_hit_rate_pct": ("l1_hit_rate_pct", 1.0),
-    "l2_hit_rate_pct": ("l2_hit_rate_pct", 1.0),
-    "duration_us": ("duration_ns", 1e-3),
-}
+#: DisplayMetric keys of the class and overall means (summary.json, classification page), in page order
+MEAN_METRICS: tuple[str, ...] = ("sm_throughput_pct", "dram_throughput_pct", "memory_throughput_pct",
+                                 "achieved_occupancy_pct", "l1_hit_rate_pct", "l2_hit_rate_pct", "duration_us")
 
 #: per-launch columns carried as the first value seen (identity / nsys join results)
 _FIRST_COLUMNS = ("short_name", "stage", "grid", "block", "summary_stage", "stage_time_pct", "total_ns", "count")
@@ -173,9 +166,9 @@ def classify(kernels: pd.DataFrame, rule: str = "roofline", *, margin: float = D
 def _means(frame: pd.DataFrame) -> dict[str, float | None]:
     """Mean of each MEAN_METRICS key over the kernels that have a value; None when none has."""
     means: dict[str, float | None] = {}
-    for key, (column, scale) in MEAN_METRICS.items():
-        values = pd.to_numeric(frame[column], errors="coerce").dropna() if column in frame else []
-        means[key] = float(values.mean()) * scale if len(values) else None
+    for key in MEAN_METRICS:
+        values = DISPLAY[key].values(frame).dropna()
+        means[key] = float(values.mean()) * DISPLAY[key].scale if len(values) else None
     return means
 
 

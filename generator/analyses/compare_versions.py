@@ -1,6 +1,9 @@
 """What changed from the previous report version to this one.
 
-Kernels are matched across versions by their profiler name (``name``). Relative changes are
+Kernels are paired across versions by kernel identity (kernel_match.match_kernels: name, then equal
+identity, then a unique agreeing identity), so one kernel spelled differently by two captures is one
+kernel. "Newly classified" is a paired kernel whose class went from unknown to known; "newly
+profiled" a kernel with no partner in the previous version. Relative changes are
 (current − previous) / previous × 100, None when either side is unknown or previous is 0.
 """
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.classify import UNKNOWN
+from generator.analyses.kernel_match import match_kernels
 from generator.analyses.result import VersionResult
 
 
@@ -51,12 +55,14 @@ def compare_versions(previous: VersionResult, current: VersionResult) -> dict[st
     """Coverage, newly profiled / newly classified kernels, class changes, mean changes, longest kernel."""
     prev_cls, cur_cls = _classes(previous), _classes(current)
     friendly = {**_friendly(previous), **_friendly(current)}
-    newly_profiled = [n for n in cur_cls if n not in prev_cls]
+    partner = {cur: prev for prev, cur, _ in match_kernels(prev_cls, cur_cls)}
+    newly_profiled = [n for n in cur_cls if n not in partner]
     newly_classified = [n for n, c in cur_cls.items()
-                        if c != UNKNOWN and prev_cls.get(n, UNKNOWN) == UNKNOWN]
+                        if n in partner and c != UNKNOWN and prev_cls[partner[n]] == UNKNOWN]
     class_changes = [
-        {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls[n], "current": c}
-        for n, c in cur_cls.items() if n in prev_cls and prev_cls[n] != c
+        {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls[partner[n]], "current": c}
+        for n, c in cur_cls.items()
+        if n in partner and prev_cls[partner[n]] != c
     ]
     prev_c, cur_c = previous.classification, current.classification
     classes = sorted(set(prev_c["class_means"]) | set(cur_c["class_means"]))
@@ -71,7 +77,7 @@ def compare_versions(previous: VersionResult, current: VersionResult) -> dict[st
         "kernels_profiled": change(len(prev_cls), len(cur_cls)),
         "newly_profiled": [{"name": n, "friendly_name": friendly.get(n)} for n in newly_profiled],
         "newly_classified": [
-            {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls.get(n), "current": cur_cls[n]}
+            {"name": n, "friendly_name": friendly.get(n), "previous": prev_cls[partner[n]], "current": cur_cls[n]}
             for n in newly_classified
         ],
         "class_changes": class_changes,

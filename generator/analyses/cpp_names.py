@@ -1,14 +1,23 @@
 """C++ kernel-name parsing: what nsys, ncu and Kineto print for one kernel → its scopes, base name and
-template arguments (``parse_name``), and one spelling of a name for matching (``canonical``)."""
+template arguments (``parse_name``), one spelling of a name for matching (``canonical``) and the
+kernel's identity (``identity``), the same from every form a profiler prints:
+
+* full demangled names (nsys ``demangledName``, ncu ``--print-kernel-base demangled``);
+* ncu's simplified names (CSV exports): middle scopes, casts and ``const`` dropped, enum casts
+  ``(cute::SM90::GMMA::Major)0`` printed as ``0``, ``at::native::<unnamed>::`` cut to ``unnamed>::``;
+* function/base names (nsys ``shortName``, ncu ``function``): no template arguments;
+* mangled names (``_Z…``), demangled first (generator.analyses.kernel_identity).
+"""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-_ANON = re.compile(r"\(anonymous namespace\)|<unnamed>")
-_LAMBDA_NSYS = re.compile(r"\[lambda\((.*?)\) \(instance (\d+)\)\]")
+_ANON = re.compile(r"\(anonymous namespace\)|<unnamed>|(?<![\w<])unnamed>(?=::)")
+_LAMBDA_NSYS = re.compile(r"\[?lambda\((.*?)\) \(instance (\d+)\)\]")
 _LAMBDA_GCC = re.compile(r"\{lambda\((.*?)\)#(\d+)\}")
-_CAST = re.compile(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool|unsigned)\)\s*")
+#: a C-style cast of a literal: `(int)4`, `(unsigned long)2`, `(cute::SM90::GMMA::Major)0`
+_CAST = re.compile(r"\((?:[A-Za-z_][\w:]*\s*)+\)\s*(?=[-\d])")
 _INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _SCOPES = re.compile(r"(?:[A-Za-z_]\w*::)+")
 _OPEN, _CLOSE = "<([{", ">)]}"
@@ -88,10 +97,10 @@ def canonical(text: str) -> str:
     text = re.sub(r"\btrue\b", "1", text)
     text = re.sub(r"\bfalse\b", "0", text)
     text = _INT_SUFFIX.sub(r"\1", text)
-    text = _SCOPES.sub("", text)
-    text = re.sub(r"\b(?:const|void)\b", "", text)
+    text = re.sub(r"\b(?:const|volatile|void)\b", "", text)
     text = re.sub(r"\s+", "", text)
-    return _drop_scope_parameters(text)
+    text = _drop_scope_parameters(text)
+    return _SCOPES.sub("", text)
 
 
 def _drop_scope_parameters(text: str) -> str:

@@ -12,6 +12,8 @@ profiled kernels (ncu).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -199,16 +201,33 @@ def tensor_underused(kernels: pd.DataFrame, peaks: Peaks) -> list[Finding]:
     return [Finding("tensor_underused", "finding", evidence, tuple(gemms.loc[low.index, "friendly_name"]))]
 
 
+@dataclass(frozen=True)
+class RuleInputs:
+    """What a rule may look at: the classified profiled kernels (ncu), the nsys kernel summary,
+    raw name → KernelName, and the device peaks."""
+
+    kernels: pd.DataFrame
+    summary: pd.DataFrame
+    names: dict[str, Any]
+    peaks: Peaks
+
+
+#: Every rule, in page order. A new finding is its rule function above, one entry here and its words
+#: in templates/findings/<id>.<lang>.md.j2; the findings page shows every Finding by its ``kind``.
+RULES: tuple[Callable[[RuleInputs], list[Finding]], ...] = (
+    lambda i: gemv_decode(i.summary, i.names),
+    lambda i: elementwise_fusion(i.summary, i.names),
+    lambda i: copy_cast(i.summary, i.names),
+    lambda i: attention_mix(i.summary, i.names),
+    lambda i: launch_overhead(i.kernels),
+    lambda i: latency_bound_majority(i.kernels),
+    lambda i: memory_bound_majority(i.kernels),
+    lambda i: l2_sizing(i.kernels),
+    lambda i: tensor_underused(i.kernels, i.peaks),
+)
+
+
 def find(kernels: pd.DataFrame, summary: pd.DataFrame, names: dict[str, Any], peaks: Peaks) -> list[Finding]:
     """Every rule over one version's classified profiled kernels and nsys summary."""
-    return [
-        *gemv_decode(summary, names),
-        *elementwise_fusion(summary, names),
-        *copy_cast(summary, names),
-        *attention_mix(summary, names),
-        *launch_overhead(kernels),
-        *latency_bound_majority(kernels),
-        *memory_bound_majority(kernels),
-        *l2_sizing(kernels),
-        *tensor_underused(kernels, peaks),
-    ]
+    inputs = RuleInputs(kernels, summary, names, peaks)
+    return [finding for rule in RULES for finding in rule(inputs)]

@@ -1,50 +1,19 @@
 """The nsys ↔ ncu join: which nsys kernel (and its share of stage time) each ncu launch is.
 
-nsys gives full demangled names; ncu gives function names or demangled names whose scopes, casts
-and spelling differ by version (`at::native::` vs `at::`, `(int)4` vs `4`, `<unnamed>` vs
-`(anonymous namespace)`). Names match on their base name, then on their canonical template
-arguments; what still matches several nsys kernels is marked ``ambiguous`` and left unjoined.
+nsys gives full demangled names; ncu gives demangled, simplified, function or mangled names. Names
+match by kernel identity (generator.analyses.kernel_match.candidates); a launch whose identity agrees
+with several nsys kernels (a base name shared by several instantiations) is marked ``ambiguous`` and
+left unjoined — the pages say so.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from generator.analyses.cpp_names import canonical, parse_name
+from generator.analyses.kernel_match import candidates
 from generator.model import ALL_STAGES
 
 JOIN_COLUMNS = ["summary_stage", "summary_name", "stage_time_pct", "total_ns", "count", "ambiguous"]
-
-
-def base_name(name: str) -> str:
-    """The function name without return type, scopes, template arguments or parameters."""
-    return parse_name(name).base
-
-
-def _signature(name: str) -> tuple[str, str | None, bool]:
-    """(base name, canonical template arguments or None when the name has none, truncated)."""
-    parsed = parse_name(name)
-    if not parsed.template_args and not parsed.truncated:
-        return parsed.base, None, False
-    return parsed.base, canonical(",".join(parsed.template_args)), parsed.truncated
-
-
-def _args_agree(a: tuple[str, str | None, bool], b: tuple[str, str | None, bool]) -> bool:
-    """Template arguments are equal, or one side is a cut-off prefix of the other."""
-    if a[1] is None or b[1] is None:
-        return True  # a short name carries no template arguments to compare
-    if a[1] == b[1]:
-        return True
-    for cut, full in ((a, b), (b, a)):
-        if cut[2] and full[1].startswith(cut[1][:-8]):
-            return True
-    return False
-
-
-def _candidates(name: str, summary_names: list[str], signatures: dict[str, tuple]) -> list[str]:
-    """The summary names ``name`` can be: same base name, then agreeing template arguments."""
-    sig = _signature(name)
-    return [s for s in summary_names if signatures[s][0] == sig[0] and _args_agree(sig, signatures[s])]
 
 
 def _stage_of(stage: object, stages: set[str]) -> str:
@@ -60,12 +29,11 @@ def attach_stage_time(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFr
     """
     stages = set(summary["stage"])
     by_stage = {stage: frame.set_index("name") for stage, frame in summary.groupby("stage", sort=False)}
-    signatures = {name: _signature(name) for name in summary["name"].unique()}
     rows = []
     for name, stage in zip(metrics["name"], metrics["stage"]):
         used = _stage_of(stage, stages)
         table = by_stage.get(used)
-        found = _candidates(name, list(table.index), signatures) if table is not None else []
+        found = candidates(name, table.index) if table is not None else []
         if len(found) == 1:
             hit = table.loc[found[0]]
             rows.append((used, found[0], hit["time_pct"], hit["total_ns"], hit["count"], False))
@@ -87,10 +55,9 @@ def coverage(summary: pd.DataFrame, metrics: pd.DataFrame, top_n: int, stage: st
     if stage != ALL_STAGES:
         metrics = metrics[metrics["stage"].isna() | (metrics["stage"] == stage)]
     names = list(in_stage["name"])
-    signatures = {name: _signature(name) for name in names}
     profiled = set()
     for name in metrics["name"].unique():
-        found = _candidates(name, names, signatures)
+        found = candidates(name, names)
         if len(found) == 1:
             profiled.add(found[0])
     return {

@@ -15,6 +15,7 @@ import yaml
 
 from generator.analyses.cpp_names import canonical, parse_name
 from generator.analyses.recognizers import DTYPE_CODES, Match, recognize
+from generator.languages import LANGS
 from generator.resources import TEMPLATES
 
 FAMILIES_PATH = TEMPLATES / "kernel_families.yaml"
@@ -31,7 +32,7 @@ class KernelName:
     source_lib: str
     category: str  # one of CATEGORIES
     data_shape: dict  # {"generic": str|None, "fixed": dict|None, "tiled": dict|None}
-    description: dict  # {"en": str, "zh": str}
+    description: dict  # {lang: str} for every language of generator.languages
 
 
 @cache
@@ -59,7 +60,8 @@ def _label_and_details(match: Match) -> tuple[str, list[str]]:
 
 def _kernel_name(raw: str, match: Match, friendly: str) -> KernelName:
     family, op = _words(match)
-    fmt = {"op_en": op.get("en", ""), "op_zh": op.get("zh", "")}
+    # a language the family is not yet translated into reads the default language's words
+    fmt = {f"op_{lang}": op.get(lang, op.get(LANGS[0], "")) for lang in LANGS}
     generic = op.get("generic", family.get("generic"))
     return KernelName(
         raw_name=raw,
@@ -67,7 +69,7 @@ def _kernel_name(raw: str, match: Match, friendly: str) -> KernelName:
         source_lib=family["source_lib"],
         category=op.get("category", family["category"]),
         data_shape={"generic": generic, "fixed": match.fixed, "tiled": match.tiled},
-        description={"en": family["en"].format(**fmt), "zh": family["zh"].format(**fmt)},
+        description={lang: family.get(lang, family[LANGS[0]]).format(**fmt) for lang in LANGS},
     )
 
 
@@ -123,7 +125,7 @@ def name_kernels(raw_names: Iterable[str]) -> dict[str, KernelName]:
 
 
 def kernels_yaml(names: Iterable[KernelName]) -> str:
-    """kernels.yaml text in the seed-003 schema (descriptions {en, zh}); same input, same bytes."""
+    """kernels.yaml text in the seed-003 schema (a description per language); same input, same bytes."""
     entries = [
         {
             "raw_name": k.raw_name,
@@ -131,7 +133,7 @@ def kernels_yaml(names: Iterable[KernelName]) -> str:
             "source_lib": k.source_lib,
             "category": k.category,
             "data_shape": {key: k.data_shape.get(key) for key in ("generic", "fixed", "tiled")},
-            "description": {"en": k.description["en"], "zh": k.description["zh"]},
+            "description": {lang: k.description[lang] for lang in LANGS},
         }
         for k in names
     ]

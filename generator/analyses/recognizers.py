@@ -84,7 +84,8 @@ _MOE_OPS = (
     ("index_add", r"indexFunc(?:Small|Large)Index|index_add"),
 )
 _INDEX_OPS = (
-    ("index_select", r"indexSelect"), ("embedding_bwd", r"embedding_backward|indexing_backward|EmbeddingBag(?:(?!EmbeddingBag)\w)*?[Bb]ackward|compute_grad_weight"),
+    ("index_select", r"indexSelect"),
+    ("embedding_bwd", r"embedding_backward|indexing_backward|EmbeddingBag(?:(?!EmbeddingBag)\w)*?[Bb]ackward|compute_grad_weight"),
     ("index_put", r"index_put"), ("scatter", r"scatter"), ("gather", r"gather"),
     ("index", r"index(?:(?!index)\w)*?kernel"),
 )
@@ -413,7 +414,7 @@ def _triton(p: ParsedName, raw: str) -> Match | None:
 def _aten(p: ParsedName, raw: str) -> Match | None:
     base = p.base
     aten = p.scopes[:1] == ("at",) or p.scopes[:1] == ("_anon_",) and "at::" in "".join(p.template_args)
-    if base.startswith("softmax_warp") or base.startswith("cunn_SoftMax") or aten and "softmax" in base.lower():
+    if base.startswith(("softmax_warp", "cunn_SoftMax")) or aten and "softmax" in base.lower():
         op = "backward" if re.search(r"[Bb]ackward|bwd", base) else "forward"
         return Match("aten_softmax", op=op, details=_present(_dtype_cpp(raw)))
     if not aten:

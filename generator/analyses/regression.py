@@ -1,39 +1,33 @@
-"""The regression gate: match kernels of a baseline and a current profile and judge each watched metric.
+"""The regression gate: pair kernels of a baseline and a current profile and judge each kernel.
 
 A kernel table has one row per kernel: ``name`` and metrics in display units (WATCHABLE keys).
-Kernels match by raw name, then by base name + canonical template arguments, then by base name
-alone (:func:`generator.analyses.join.base_name`); a key that several kernels of one side share
-matches nothing. A change beyond the threshold (relative, % of the baseline value) in the metric's
-worse direction is a regression, in its better direction an improvement.
+Kernels pair as generator.analyses.kernel_match.match_kernels says (raw name, then equal kernel
+identity, then a unique agreeing identity; different template instantiations never pair). The
+kernel's duration decides: slower beyond the threshold (relative, % of the baseline) is a
+regression, faster an improvement. Throughput, occupancy and hit rates are context (status
+``context``): a kernel that got faster while its throughput % dropped did not regress.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from generator.analyses.join import base_name
-from generator.analyses.cpp_names import canonical, parse_name
+from generator.analyses.kernel_match import match_kernels
+from generator.metric_table import DISPLAY_METRICS, LOWER
 
-LOWER, HIGHER = "lower", "higher"
-#: Metric → which direction is better. Time up is worse; throughput, occupancy and cache hit
-#: rates down are worse.
-WATCHABLE: dict[str, str] = {
-    "duration_us": LOWER,
-    "sm_throughput_pct": HIGHER,
-    "memory_throughput_pct": HIGHER,
-    "dram_throughput_pct": HIGHER,
-    "achieved_occupancy_pct": HIGHER,
-    "l1_hit_rate_pct": HIGHER,
-    "l2_hit_rate_pct": HIGHER,
-}
+#: DisplayMetric key → which direction is better, for every metric the registry gives one (time up
+#: is worse; throughput, occupancy and cache hit rates down are worse).
+WATCHABLE: dict[str, str] = {m.key: m.better for m in DISPLAY_METRICS if m.better}
 DEFAULT_METRICS: tuple[str, ...] = ("duration_us", "sm_throughput_pct", "memory_throughput_pct",
                                     "achieved_occupancy_pct")
 DEFAULT_THRESHOLD_PCT = 5.0
-REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN = "regression", "improvement", "unchanged", "unknown"
+#: the one metric whose change is a verdict
+VERDICT_METRIC = "duration_us"
+REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT = "regression", "improvement", "unchanged", "unknown", "context"
 ROW_COLUMNS = ["kernel", "baseline_kernel", "matched_by", "metric", "better", "baseline", "current",
                "abs", "rel_pct", "status"]
 
@@ -52,10 +46,6 @@ class Comparison:
     def regressions(self) -> pd.DataFrame:
         return self.rows[self.rows["status"] == REGRESSION]
 
-    @property
-    def improvements(self) -> pd.DataFrame:
-        return self.rows[self.rows["status"] == IMPROVEMENT]
-
     def failed(self) -> bool:
         return bool(len(self.regressions))
 
@@ -68,39 +58,16 @@ class Comparison:
             "matched_kernels": int(self.rows["kernel"].nunique()),
             "only_baseline": self.only_baseline,
             "only_current": self.only_current,
-            "counts": {s: int(statuses.get(s, 0)) for s in (REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN)},
+            "counts": {s: int(statuses.get(s, 0)) for s in (REGRESSION, IMPROVEMENT, UNCHANGED, UNKNOWN, CONTEXT)},
             "failed": self.failed(),
             "rows": self.rows.to_dict("records"),
         }
 
 
-def _signature(name: str) -> str:
-    parsed = parse_name(name)
-    return f"{parsed.base}<{canonical(','.join(parsed.template_args))}>"
-
-
-def _unique_keys(names: Iterable[str], key: Callable[[str], str]) -> dict[str, str]:
-    """key → name for the keys exactly one of ``names`` has."""
-    found: dict[str, list[str]] = {}
-    for name in names:
-        found.setdefault(key(name), []).append(name)
-    return {k: v[0] for k, v in found.items() if len(v) == 1}
-
-
-def match_kernels(baseline: Iterable[str], current: Iterable[str]) -> list[tuple[str, str, str]]:
-    """(baseline name, current name, how) pairs: "name", then "signature", then "base name"."""
-    left, right = list(dict.fromkeys(baseline)), list(dict.fromkeys(current))
-    pairs = [(n, n, "name") for n in left if n in set(right)]
-    for how, key in (("signature", _signature), ("base name", base_name)):
-        matched_left = {p[0] for p in pairs}
-        matched_right = {p[1] for p in pairs}
-        a = _unique_keys((n for n in left if n not in matched_left), key)
-        b = _unique_keys((n for n in right if n not in matched_right), key)
-        pairs += [(a[k], b[k], how) for k in a if k in b]
-    return pairs
-
-
-def _status(better: str, rel_pct: float, threshold_pct: float) -> str:
+def _status(metric: str, rel_pct: float, threshold_pct: float) -> str:
+    if metric != VERDICT_METRIC:
+        return CONTEXT
+    better = WATCHABLE[metric]
     if math.isnan(rel_pct):
         return UNKNOWN
     worse = rel_pct > threshold_pct if better == LOWER else rel_pct < -threshold_pct
@@ -129,7 +96,7 @@ def compare(baseline: pd.DataFrame, current: pd.DataFrame, metrics: Iterable[str
             rows.append({"kernel": right, "baseline_kernel": left, "matched_by": how, "metric": metric,
                          "better": WATCHABLE[metric], "baseline": before, "current": after,
                          "abs": after - before, "rel_pct": rel,
-                         "status": _status(WATCHABLE[metric], rel, threshold_pct)})
+                         "status": _status(metric, rel, threshold_pct)})
     table = pd.DataFrame(rows, columns=ROW_COLUMNS)
     if len(table):
         worse = [abs(r) if s == REGRESSION else -1.0 for r, s in zip(table["rel_pct"], table["status"])]

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.result import Finding, SweepResult
+from generator.metric_table import DISPLAY
 
 #: A kernel (by name) whose median launch is shorter than this is "short" (ns).
 SHORT_KERNEL_NS = 10_000.0
@@ -22,7 +23,7 @@ LAUNCH_BOUND_IDLE_PCT = 30.0
 #: Break-even is weighed only between configs whose launch counts differ by at least this share of
 #: the smaller count (a few kernels more from another GEMM choice is not a launch strategy).
 BREAK_EVEN_MIN_EXTRA_PCT = 5.0
-#: ncu metrics averaged over a configuration's profiled launches.
+#: ncu metrics (DisplayMetric keys) averaged over a configuration's profiled launches.
 NCU_MEANS: tuple[str, ...] = ("sm_throughput_pct", "memory_throughput_pct", "achieved_occupancy_pct",
                               "l1_hit_rate_pct", "l2_hit_rate_pct")
 #: One row per configuration (:func:`config_row`).
@@ -71,7 +72,7 @@ def _mean(frame: pd.DataFrame, column: str) -> float:
 def _timeline_figures(timeline: pd.DataFrame | None) -> dict[str, float]:
     names = ("span_ns", "busy_ns", "idle_ns", "idle_count")
     if timeline is None or not len(timeline):
-        return {name: math.nan for name in (*names, "idle_med_ns")}
+        return dict.fromkeys((*names, "idle_med_ns"), math.nan)
     figures = {name: float(timeline[name].sum()) for name in names}
     # a median of several stages/devices is not the median of their medians
     figures["idle_med_ns"] = float(timeline["idle_med_ns"].iloc[0]) if len(timeline) == 1 else math.nan
@@ -96,7 +97,7 @@ def config_row(config: SweepConfig) -> dict[str, Any]:
         "gpu_time_ns": gpu_time,
         "kernels": int(kernels["name"].nunique()),
         "launches": launches,
-        **{name: _mean(config.kernel_metrics, name) for name in NCU_MEANS},
+        **{key: _mean(config.kernel_metrics, DISPLAY[key].source) * DISPLAY[key].scale for key in NCU_MEANS},
         "profiled_launches": len(config.kernel_metrics),
         **timeline,
         "idle_pct": _ratio(timeline["idle_ns"], timeline["span_ns"]),

@@ -1,12 +1,13 @@
-"""Top kernels of a stage by total GPU time, with friendly names, library and EN/ZH description."""
+"""Top kernels of a stage by total GPU time, with friendly names, library and a description per language."""
 from __future__ import annotations
 
 import pandas as pd
 
 from generator.analyses.naming import KernelName
+from generator.languages import LANGS
 
 TOP_KERNEL_COLUMNS = [
-    "rank", "name", "friendly_name", "library", "category", "description_en", "description_zh",
+    "rank", "name", "friendly_name", "library", "category", *(f"description_{lang}" for lang in LANGS),
     "count", "total_ns", "avg_ns", "time_pct",
 ]
 
@@ -29,8 +30,7 @@ def top_kernels(summary: pd.DataFrame, stage: str, n: int, names: dict[str, Kern
             "friendly_name": [k.friendly_name for k in kernels],
             "library": [k.source_lib for k in kernels],
             "category": [k.category for k in kernels],
-            "description_en": [k.description["en"] for k in kernels],
-            "description_zh": [k.description["zh"] for k in kernels],
+            **{f"description_{lang}": [k.description[lang] for k in kernels] for lang in LANGS},
             "count": rows["count"].to_list(),
             "total_ns": rows["total_ns"].to_list(),
             "avg_ns": rows["avg_ns"].to_list(),

@@ -7,10 +7,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from generator.pipeline.config import LANGS
 from generator.errors import InputError
+from generator.languages import LANGS
 
-HELP = "build the versioned EN/ZH report site from report.yaml files (default: the bundled example)"
+HELP = "build the versioned multilingual report site from report.yaml files (default: the bundled example)"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ocr-vlm" / "report.yaml"
 
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "holding inputs, the report, /, home or the current directory)")
     parser.add_argument("--site-url", help="published base URL, e.g. https://ORG.github.io/REPO/")
     parser.add_argument("--lang", default=",".join(LANGS),
-                        help="site languages, the default first (default: en,zh)")
+                        help=f"site languages, the default first (default: {','.join(LANGS)})")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 BASELINE and CURRENT are each a capture run directory (analyzed here), a version's data directory
 (``data/ncu_metrics.csv``, e.g. ``site/<version>/`` or ``site_src/<report>/<version>/docs/``), a
 ``summary.json`` (its overall means only) or an ncu report/CSV (means per kernel name). Exit status:
-1 when a watched metric regressed beyond the threshold, 0 otherwise, 2 on bad input.
+1 when a kernel's duration regressed beyond the threshold (other metrics are context), 0 otherwise,
+2 on bad input.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from generator.analyses.naming import name_kernels
 from generator.analyses.regression import (
+    CONTEXT,
     DEFAULT_METRICS,
     DEFAULT_THRESHOLD_PCT,
     IMPROVEMENT,
@@ -26,11 +29,12 @@ from generator.analyses.regression import (
     Comparison,
     compare,
 )
-from generator.analyses.naming import name_kernels
 from generator.errors import InputError
-from generator.render.data_files import json_safe
+from generator.metric_table import DISPLAY
+from generator.render.data_files import NCU_METRICS_CSV, json_safe
+from generator.run_layout import MANIFEST
 
-HELP = "compare kernel metrics of two runs/versions/files; exit 1 when one regressed beyond the threshold"
+HELP = "compare kernels of two runs/versions/files; exit 1 when one got slower beyond the threshold"
 #: summary.json: the one "kernel" its overall means describe
 OVERALL = "overall_means"
 NAME_SHOWN = 60
@@ -82,9 +86,9 @@ def kernel_table(path: Path) -> pd.DataFrame:
     """One row per kernel: ``name``, ``friendly_name`` (the input's, else derived from the name) and the
     WATCHABLE metrics the input has."""
     if path.is_dir():
-        if (path / "manifest.json").is_file():
+        if (path / MANIFEST).is_file():
             return _from_run(path)
-        for csv in (path / "data" / "ncu_metrics.csv", path / "ncu_metrics.csv"):
+        for csv in (path / NCU_METRICS_CSV, path / Path(NCU_METRICS_CSV).name):
             if csv.is_file():
                 return _from_csv(csv)
         raise InputError(path, "neither a capture run directory (manifest.json) nor a version's data "
@@ -99,11 +103,10 @@ def kernel_table(path: Path) -> pd.DataFrame:
 def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
     """Canonical per-launch or per-kernel metrics → one row per name, display units (mean per name)."""
     table = pd.DataFrame({"name": metrics["name"]})
-    for metric in WATCHABLE:
-        source = "duration_ns" if metric == "duration_us" else metric
-        scale = 1e-3 if metric == "duration_us" else 1.0
-        if source in metrics:
-            table[metric] = pd.to_numeric(metrics[source]) * scale
+    for key in WATCHABLE:
+        metric = DISPLAY[key]
+        if metric.source in metrics:
+            table[key] = pd.to_numeric(metrics[metric.source]) * metric.scale
     table = table.dropna(subset=["name"]).groupby("name", sort=True).mean().reset_index()
     if "friendly_name" in metrics:
         table["friendly_name"] = table["name"].map(metrics.drop_duplicates("name").set_index("name")["friendly_name"])
@@ -120,7 +123,7 @@ def _from_run(run: Path) -> pd.DataFrame:
 
     with InputCache() as cache:
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
-                                run / "manifest.json", 0)
+                                run / MANIFEST, 0)
     return _per_kernel(analyze_version(run.name, inputs, AnalysisSettings()).ncu_metrics)
 
 
@@ -176,22 +179,29 @@ def _display_names(*tables: pd.DataFrame) -> dict[str, str]:
     return names
 
 
+def _context(result: Comparison, kernel: str) -> str:
+    """The kernel's context metrics and their relative change, e.g. "sm_throughput_pct −12.3%"."""
+    rows = result.rows[(result.rows["kernel"] == kernel) & (result.rows["status"] == CONTEXT)]
+    return ", ".join(f"{r['metric']} {r['rel_pct']:+.1f}%" for r in rows.to_dict("records")
+                     if r["rel_pct"] == r["rel_pct"])
+
+
 def _print(console: Console, result: Comparison, names: dict[str, str]) -> None:
     shown = result.rows[result.rows["status"].isin([REGRESSION, IMPROVEMENT])]
     if len(shown):
-        table = Table("kernel", "metric", "better", "baseline", "current", "change", "status",
-                      title="kernel metric changes")
+        table = Table("kernel", "baseline µs", "current µs", "change", "status", "context",
+                      title="kernel duration changes (duration decides; the rest is context)")
         for row in shown.to_dict("records"):
             style = "red" if row["status"] == REGRESSION else "green"
-            table.add_row(names.get(row["kernel"], row["kernel"]), row["metric"], row["better"],
+            table.add_row(names.get(row["kernel"], row["kernel"]),
                           f"{row['baseline']:,.2f}", f"{row['current']:,.2f}", f"{row['rel_pct']:+.1f}%",
-                          f"[{style}]{row['status']}[/{style}]")
+                          f"[{style}]{row['status']}[/{style}]", _context(result, row["kernel"]))
         console.print(table)
     counts = result.as_dict()["counts"]
     console.print(f"{result.rows['kernel'].nunique()} kernels matched ({len(result.only_baseline)} only in the "
                   f"baseline, "
                   f"{len(result.only_current)} only in the current); threshold {result.threshold_pct:g}%: "
-                  f"{counts[REGRESSION]} regressions, {counts[IMPROVEMENT]} improvements, "
+                  f"{counts[REGRESSION]} slower, {counts[IMPROVEMENT]} faster, "
                   f"{counts['unknown']} unknown.")
-    console.print("[red]FAIL[/red]: watched metrics regressed." if result.failed()
-                  else "[green]OK[/green]: no regression.")
+    console.print("[red]FAIL[/red]: kernels got slower." if result.failed()
+                  else "[green]OK[/green]: no kernel got slower.")

@@ -7,7 +7,8 @@ and ``<out>/index.html`` (relative redirect to the latest version). Several repo
 ``<src>/<report-id>/<version>/{docs/,mkdocs.yml}``.
 
 Everything is built next to ``out``/``src`` and swapped in at the end (generator.output_dirs: only
-directories an earlier build wrote are replaced), so a failed build leaves the previous site untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
+directories an earlier build wrote are replaced), so a failed build leaves the previous site
+untouched. Same inputs → byte-identical files (SOURCE_DATE_EPOCH = version date).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from generator import output_dirs
 from generator.analyses.result import VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.errors import InputError
+from generator.languages import LANGS
 from generator.model import ReportMeta
 from generator.pipeline.config import ReportConfig, load_report, report_meta
 from generator.pipeline.inputs import InputCache
@@ -57,7 +59,7 @@ def build_site(
     processes were tried: on two CPUs their start-up — imports, the vega bundle, jieba's
     dictionary — cost more than they saved.)
     """
-    langs = langs or ["en", "zh"]
+    langs = langs or list(LANGS)
     jobs = _jobs(report_files)
     inputs = [path for job in jobs for path in (job.path, *job.config.input_paths())]
     out, src = output_dirs.refuse_unsafe(out, "--out", inputs), output_dirs.refuse_unsafe(src, "--src", inputs)

@@ -20,16 +20,16 @@ from pydantic import (
     PlainValidator,
     ValidationError,
     ValidationInfo,
+    create_model,
     model_validator,
 )
 
 from generator.errors import InputError
+from generator.languages import LANGS
 from generator.model import ReportMeta, VersionMeta
 from generator.pipeline.bounded_glob import expand
 from generator.run_layout import MANIFEST
 from generator.text_safety import first_unsafe
-
-LANGS: tuple[str, ...] = ("en", "zh")
 
 
 @dataclass(frozen=True)
@@ -105,11 +105,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
 
-class Text(_Strict):
-    """Words in both site languages."""
-
-    en: CleanStr
-    zh: CleanStr
+#: Words in every site language (generator.languages): ``{en: …, zh: …}``.
+Text = create_model("Text", __base__=_Strict, **dict.fromkeys(LANGS, (CleanStr, ...)))
 
 
 class NsysInput(_Strict):

@@ -20,9 +20,17 @@ from typing import TypeVar
 
 import pandas as pd
 
-from generator.pipeline.config import VersionConfig
 from generator.errors import InputError
-from generator.model import ALL_STAGES, KERNEL_SUMMARY_COLUMNS, Dataset, GpuInfo, Provenance, VersionInputs
+from generator.model import (
+    ALL_STAGES,
+    KERNEL_SUMMARY_COLUMNS,
+    Dataset,
+    GpuInfo,
+    Provenance,
+    VersionInputs,
+    renumber_launches,
+)
+from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
@@ -208,11 +216,7 @@ def _concat_metrics(datasets: list[Dataset], report_file: Path, where: str) -> p
     frames = [d.kernel_metrics for d in datasets if d.kernel_metrics is not None and len(d.kernel_metrics)]
     if not frames:
         raise InputError(report_file, f"{where}: no ncu kernel metrics among the inputs (give an ncu report/CSV or a capture run)")
-    kept = frames[:1]
-    for frame in frames[1:]:
-        highest = max(int(f["launch_id"].max()) for f in kept)
-        lowest = int(frame["launch_id"].min())
-        kept.append(frame.assign(launch_id=frame["launch_id"] + (highest + 1 - lowest)) if lowest <= highest else frame)
+    kept = renumber_launches(frames)
     return kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
 
 

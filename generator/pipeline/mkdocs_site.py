@@ -21,7 +21,7 @@ from generator.errors import InputError
 def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) -> None:
     """`mkdocs build --strict` of one version into ``site_dir`` (less its 404 page); InputError with
     the warnings if it fails."""
-    epoch = int(datetime.datetime.combine(date, datetime.time(), datetime.timezone.utc).timestamp())
+    epoch = int(datetime.datetime.combine(date, datetime.time(), datetime.UTC).timestamp())
     collected = _WarningCollector()
     logger = logging.getLogger("mkdocs")
     logger.addHandler(collected)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from generator.analyses.result import SweepResult
 from generator.analyses.sweep import SweepConfig, analyze_sweep
+from generator.model import ALL_STAGES, VersionInputs
 from generator.pipeline.config import SweepPoint, VersionConfig
 from generator.pipeline.inputs import (
     InputCache,
@@ -20,7 +21,6 @@ from generator.pipeline.inputs import (
     manifest_stages,
     version_inputs,
 )
-from generator.model import ALL_STAGES, VersionInputs
 from generator.readers.nsys_sqlite import READER as NSYS_SQLITE
 from generator.run_layout import NSYS_CANDIDATES
 

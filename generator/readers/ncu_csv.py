@@ -17,12 +17,10 @@ import math
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from generator.errors import InputError
 from generator.metric_table import resolve
 from generator.model import Dataset, GpuInfo, Provenance
-from generator.readers.ncu_rep import kernel_metrics_frame, nvtx_identity
+from generator.readers.ncu_rep import device_info, kernel_metrics_frame, nvtx_identity
 from generator.units import parse_number
 
 _LAUNCH = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name"]
@@ -207,8 +205,8 @@ def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[G
         found = (named["Metric Value"], named["Metric Unit"])
         launch.raw.setdefault(named["Metric Name"], found)
         launch.details.setdefault((named["Section Name"], named["Metric Name"]), found)
-    gpus = {(l.identity["device"], l.identity["cc"]) for l in launches.values()
-            if l.identity["device"] is not None or l.identity["cc"] is not None}
+    gpus = {(one.identity["device"], one.identity["cc"]) for one in launches.values()
+            if one.identity["device"] is not None or one.identity["cc"] is not None}
     return layout, list(launches.values()), [GpuInfo(index=d, compute_capability=cc)
                                              for d, cc in sorted(gpus, key=str)]
 
@@ -246,69 +244,11 @@ def _raw_gpus(launches: list[_Launch]) -> list[GpuInfo]:
     gpus: dict[int | None, GpuInfo] = {}
     for launch in launches:
         device = launch.identity["device"]
-        if device in gpus:
-            continue
-        name = launch.raw.get("device__attribute_display_name")
-        mem_khz, bus_bits = _attr(launch, "memory_clock_rate"), _attr(launch, "global_memory_bus_width")
-        sm_khz = _attr(launch, "clock_rate")
-        sm_count, total = _attr(launch, "multiprocessor_count"), _attr(launch, "total_memory")
-        gpus[device] = GpuInfo(
-            name=name[0] if name else None,
-            index=device,
-            compute_capability=launch.identity["cc"],
-            sm_count=int(sm_count) if sm_count is not None else None,
-            memory_bytes=int(total) if total is not None else None,
-            # Double data rate × bus width, as CUDA's deviceQuery derives it.
-            memory_bandwidth_bytes_per_s=2 * mem_khz * 1e3 * bus_bits / 8 if mem_khz and bus_bits else None,
-            sm_clock_hz=sm_khz * 1e3 if sm_khz else None,
-            memory_clock_hz=mem_khz * 1e3 if mem_khz else None,
-        )
+        if device not in gpus:
+            name = launch.raw.get("device__attribute_display_name")
+            gpus[device] = device_info(lambda attribute, launch=launch: _attr(launch, attribute),
+                                       name[0] if name else None, device, launch.identity["cc"])
     return list(gpus.values())
-
-
-def read_many(paths: list[str | Path], *, stage: str | None = None) -> Dataset:
-    """Several ncu files (CSV or .ncu-rep, `.xz` too) as one Dataset.
-
-    A file whose launch IDs collide with earlier ones is renumbered after the largest ID so far,
-    so launch ids stay unique; the provenance lists every file.
-    """
-    from generator.readers.base import read
-
-    if not paths:
-        raise InputError(".", "no ncu files given")
-    frames, gpus, sources = [], [], []
-    for path in paths:
-        dataset = read(path, stage=stage)
-        frame = dataset.kernel_metrics
-        if frames and frame is not None and not frame.empty:
-            seen = pd.concat([f["launch_id"] for f in frames])
-            if frame["launch_id"].isin(seen).any():
-                frame = frame.assign(launch_id=frame["launch_id"] - frame["launch_id"].min() + seen.max() + 1)
-        if frame is not None:
-            frames.append(frame)
-        gpus.extend(g for g in dataset.gpus if g not in gpus)
-        sources.append(f"{dataset.provenance.path} ({dataset.provenance.format_version})")
-    first = Path(paths[0])
-    return Dataset(
-        provenance=Provenance(path=str(first.parent if len(paths) > 1 else first), format="ncu-csv",
-                              format_version=None, notes=tuple(sources)),
-        kernel_metrics=pd.concat(frames, ignore_index=True) if frames else None,
-        gpus=gpus,
-    )
-
-
-def read_ncu_dir(path: str | Path, *, stage: str | None = None) -> Dataset:
-    """Every per-kernel export under ``path`` (`kernel_*/ncu.details.csv`, `.xz` too), in name order."""
-    path = Path(path)
-    if not path.is_dir():
-        raise InputError(path, "not a directory")
-    files = sorted(p for pattern in ("kernel_*/ncu.details.csv", "kernel_*/ncu.details.csv.xz")
-                   for p in path.glob(pattern))
-    if not files:
-        raise InputError(path, "no kernel_*/ncu.details.csv files")
-    dataset = read_many(files, stage=stage)
-    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path))
-    return dataset
 
 
 READER = NcuCsvReader()

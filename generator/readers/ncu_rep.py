@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -193,24 +194,33 @@ def _text(action, name: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _gpu(action) -> GpuInfo:
-    """The device of a launch from its `device__attribute_*` metrics."""
-    attr = "device__attribute_{}".format
-    major, minor = _int(action, attr("compute_capability_major")), _int(action, attr("compute_capability_minor"))
-    mem_khz, bus_bits = _int(action, attr("memory_clock_rate")), _int(action, attr("global_memory_bus_width"))
-    sm_khz = _int(action, attr("clock_rate"))
+def device_info(attribute: Callable[[str], float | None], name: str | None, index: int | None,
+                cc: str | None) -> GpuInfo:
+    """A device from ncu's ``device__attribute_<x>`` values (``attribute(x)``, None when absent);
+    both ncu readers use it (the report's metrics, the raw page's columns)."""
+    mem_khz, bus_bits = attribute("memory_clock_rate"), attribute("global_memory_bus_width")
+    sm_khz, sm_count, total = attribute("clock_rate"), attribute("multiprocessor_count"), attribute("total_memory")
     return GpuInfo(
-        name=_text(action, attr("display_name")),
-        index=_int(action, attr("device_index")),
-        compute_capability=f"{major}.{minor}" if major is not None and minor is not None else None,
-        sm_count=_int(action, attr("multiprocessor_count")),
-        memory_bytes=_int(action, attr("total_memory")),
+        name=name,
+        index=index,
+        compute_capability=cc,
+        sm_count=int(sm_count) if sm_count is not None else None,
+        memory_bytes=int(total) if total is not None else None,
         # Double data rate × bus width, as CUDA's deviceQuery derives it.
-        memory_bandwidth_bytes_per_s=(2 * mem_khz * 1e3 * bus_bits / 8
-                                      if mem_khz and bus_bits else None),
+        memory_bandwidth_bytes_per_s=2 * mem_khz * 1e3 * bus_bits / 8 if mem_khz and bus_bits else None,
         sm_clock_hz=sm_khz * 1e3 if sm_khz else None,
         memory_clock_hz=mem_khz * 1e3 if mem_khz else None,
     )
+
+
+def _gpu(action) -> GpuInfo:
+    """The device of a launch from its `device__attribute_*` metrics."""
+    def attribute(name: str) -> int | None:
+        return _int(action, f"device__attribute_{name}")
+
+    major, minor = attribute("compute_capability_major"), attribute("compute_capability_minor")
+    return device_info(attribute, _text(action, "device__attribute_display_name"), attribute("device_index"),
+                       f"{major}.{minor}" if major is not None and minor is not None else None)
 
 
 READER = NcuRepReader()

@@ -215,15 +215,6 @@ def stage_timeline(path: str | Path, stages: Sequence[str] | None = None) -> pd.
     return frame.reset_index(drop=True)
 
 
-def nvtx_stages(path: str | Path) -> list[str]:
-    """Names of the NVTX ranges in the capture, in order of first start (for stage lists)."""
-    with _open(path) as cap:
-        if "NVTX_EVENTS" not in cap.tables:
-            return []
-        sql = f"SELECT key FROM ({q.nvtx_ranges()}) ORDER BY start"
-        return list(dict.fromkeys(r[0] for r in cap.conn.execute(sql) if r[0]))
-
-
 def _summary(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Finish an unrestricted summary: time share over all rows, sorted by total time."""
     frame["time_pct"] = frame["total_ns"] * 100.0 / frame["total_ns"].sum()

@@ -16,8 +16,15 @@ FLOAT_FORMAT = "%.15g"  # every float in the data files: 15 significant digits (
 #: ncu_metrics.csv: identity, class and nsys share columns, then the canonical metrics
 NCU_METRICS_CSV_COLUMNS = ["name", "friendly_name", "library", "category", "class", "qualifier", "ncu_name",
                            "stage", "stage_time_pct", "launches", "max_duration_ns", *CANONICAL_METRIC_NAMES]
+TOP_KERNELS_CSV = "data/top_kernels.csv"
+KERNELS_YAML = "data/kernels.yaml"
+NCU_METRICS_CSV = "data/ncu_metrics.csv"
+SUMMARY_JSON = "data/summary.json"
 #: The sweep's data file, next to the version's (``data/`` of the version's docs).
 SWEEP_CSV = "data/sweep.csv"
+#: A version's data files (paths under its docs/) and the downloads page's word key for each.
+DATA_FILES: tuple[tuple[str, str], ...] = ((TOP_KERNELS_CSV, "top_kernels"), (KERNELS_YAML, "kernels_yaml"),
+                                           (NCU_METRICS_CSV, "ncu_metrics"), (SUMMARY_JSON, "summary"))
 
 
 def json_safe(value: Any) -> Any:
@@ -44,15 +51,15 @@ def write_version_data(result: VersionResult, out_dir: Path) -> None:
     Deterministic bytes: fixed column order, 15-significant-digit floats, sorted JSON keys, no
     timestamps. ``top_kernels.csv`` holds every stage, ``stage`` first.
     """
-    data = Path(out_dir) / "data"
-    data.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(out_dir)
+    (out_dir / "data").mkdir(parents=True, exist_ok=True)
     tops = [frame.assign(stage=stage) for stage, frame in result.top_kernels.items()]
     top = pd.concat(tops, ignore_index=True) if tops else pd.DataFrame(columns=["stage"])
-    _write_csv(top[["stage", *[c for c in top.columns if c != "stage"]]], data / "top_kernels.csv")
-    (data / "kernels.yaml").write_text(result.kernels_yaml, encoding="utf-8")
-    _write_csv(result.ncu_metrics.reindex(columns=NCU_METRICS_CSV_COLUMNS), data / "ncu_metrics.csv")
+    _write_csv(top[["stage", *[c for c in top.columns if c != "stage"]]], out_dir / TOP_KERNELS_CSV)
+    (out_dir / KERNELS_YAML).write_text(result.kernels_yaml, encoding="utf-8")
+    _write_csv(result.ncu_metrics.reindex(columns=NCU_METRICS_CSV_COLUMNS), out_dir / NCU_METRICS_CSV)
     text = json.dumps(json_safe(result.summary()), sort_keys=True, indent=2, ensure_ascii=False)
-    (data / "summary.json").write_text(text + "\n", encoding="utf-8")
+    (out_dir / SUMMARY_JSON).write_text(text + "\n", encoding="utf-8")
 
 
 def write_sweep_data(sweep: SweepResult, out_dir: Path) -> Path:

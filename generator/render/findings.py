@@ -7,6 +7,7 @@ from typing import Any
 import jinja2
 
 from generator.analyses.result import Finding
+from generator.languages import LANGS
 from generator.resources import TEMPLATES
 
 
@@ -16,12 +17,16 @@ def _env() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
 
+def _template(stem: str, lang: str) -> jinja2.Template:
+    """``<stem>.<lang>.md.j2``, else (a language not yet translated here) the default language's."""
+    return _env().select_template([f"{stem}.{lang}.md.j2", f"{stem}.{LANGS[0]}.md.j2"])
+
+
 def render_finding(finding: Finding, lang: str) -> str:
     """The finding's Markdown text in ``lang`` from its template and evidence."""
-    template = _env().get_template(f"{finding.id}.{lang}.md.j2")
-    return template.render(**finding.evidence, kernel_names=list(finding.kernels)).strip()
+    return _template(finding.id, lang).render(**finding.evidence, kernel_names=list(finding.kernels)).strip()
 
 
 def render_method(rule: str, params: dict[str, Any], lang: str) -> str:
     """The classification method section for ``rule`` in ``lang``, quoting its thresholds."""
-    return _env().get_template(f"method_{rule}.{lang}.md.j2").render(**params).strip()
+    return _template(f"method_{rule}", lang).render(**params).strip()

@@ -14,18 +14,18 @@ from typing import Any
 
 import jinja2
 import pandas as pd
-import yaml
 
 from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
-from generator.render.data_files import SWEEP_CSV, write_sweep_data, write_version_data
+from generator.render.data_files import DATA_FILES, SWEEP_CSV, write_sweep_data, write_version_data
 from generator.render.findings import render_finding, render_method
 from generator.render.html_config import front_matter_title
 from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
 from generator.render.sweep_charts import sweep_charts
+from generator.render.translations import translator
 from generator.resources import TEMPLATES
 
 #: Page file stems in navigation order; "comparison" only exists when there is a previous version.
@@ -33,12 +33,6 @@ PAGES: tuple[str, ...] = ("index", "top-kernels", "classification", "durations",
                           "roofline", "findings", "comparison", "appendix", "downloads")
 #: Follows "index" when the version declares a sweep (``result.sweep``).
 SWEEP_PAGE = "sweep"
-DATA_FILES: tuple[tuple[str, str], ...] = (
-    ("data/top_kernels.csv", "top_kernels"),
-    ("data/kernels.yaml", "kernels_yaml"),
-    ("data/ncu_metrics.csv", "ncu_metrics"),
-    ("data/summary.json", "summary"),
-)
 SHA_PREFIX = 12
 MANIFEST_ROWS_MAX = 60
 #: capture manifest keys the overview shows (workload, parameters, software and tools); the
@@ -57,29 +51,6 @@ def page_names(result: VersionResult) -> list[str]:
 def page_file(page: str, lang: str, default_lang: str) -> str:
     """``top-kernels.md`` for the default language, ``top-kernels.zh.md`` otherwise (i18n suffix)."""
     return f"{page}.md" if lang == default_lang else f"{page}.{lang}.md"
-
-
-@cache
-def _words(lang: str) -> dict[str, Any]:
-    return yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))
-
-
-def translator(lang: str) -> Callable[..., str]:
-    """``t("a.b", **fields)``: the words at key ``a.b`` of templates/i18n/<lang>.yaml, formatted
-    with ``fields``; a missing key is an error unless ``default`` is given."""
-    words = _words(lang)
-
-    def t(key: str, default: str | None = None, **fields: Any) -> str:
-        node: Any = words
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                if default is not None:
-                    return default
-                raise KeyError(f"templates/i18n/{lang}.yaml has no {key!r}")
-            node = node[part]
-        return str(node).format(**fields) if fields else str(node)
-
-    return t
 
 
 @cache

@@ -11,6 +11,7 @@ from generator.model import ReportMeta, VersionMeta
 from generator.render.assets import BUNDLE as VEGA_BUNDLE
 from generator.render.assets import MODULE as CHARTS_MODULE
 from generator.render.html_config import yaml_html_text
+from generator.render.translations import translator
 from generator.resources import TEMPLATES
 
 _ENV = jinja2.Environment(
@@ -43,6 +44,7 @@ def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionMet
         title=meta.title,
         site_url=f"{meta.site_url}{version.id}/" if meta.site_url else None,
         langs=list(meta.langs),
+        language_names={lang: translator(lang)("language_name") for lang in meta.langs},
         nav=nav,
         # the offline vega bundle, then the module that draws the charts with it (it imports the
         # bundle too: one URL, so the browser runs it once)

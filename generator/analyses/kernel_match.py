@@ -1,0 +1,60 @@
+"""When two kernel names are the same kernel: the matching rules of the nsys ↔ ncu join, the
+regression gate and version comparison, in one place (identities from
+generator.analyses.kernel_identity).
+
+The join (:func:`candidates`) matches a name to the summary names with an equal identity, else to
+those whose identity agrees (a base name, or a cut-off name); several → ambiguous, stated, never a
+guess. The gate and version comparison (:func:`match_kernels`) pair two profiles' kernels by raw
+name, then by equal identity, then by agreeing identity, each only where it is unique on both
+sides: different template instantiations never pair.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from generator.analyses.kernel_identity import identity
+
+
+def base_name(name: str) -> str:
+    """The function name without return type, scopes, template arguments or parameters."""
+    return identity(name).function
+
+
+def candidates(name: str, names: Iterable[str]) -> list[str]:
+    """The ``names`` that can be ``name``: equal identity; only when none is equal, agreeing ones."""
+    own = identity(name)
+    agreeing = [n for n in names if own.agrees(identity(n))]
+    exact = [n for n in agreeing if identity(n) == own]
+    return exact or agreeing
+
+
+def _unique_keys(names: Iterable[str], key: Callable[[str], str]) -> dict[str, str]:
+    """key → name for the keys exactly one of ``names`` has."""
+    found: dict[str, list[str]] = {}
+    for name in names:
+        found.setdefault(key(name), []).append(name)
+    return {k: v[0] for k, v in found.items() if len(v) == 1}
+
+
+def _identity_key(name: str) -> str:
+    return identity(name).key
+
+
+def match_kernels(baseline: Iterable[str], current: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(baseline name, current name, how) pairs: "name", then "identity", then "agreeing identity"
+    (only where exactly one kernel of each side agrees)."""
+    left, right = list(dict.fromkeys(baseline)), list(dict.fromkeys(current))
+    pairs = [(n, n, "name") for n in left if n in set(right)]
+    matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
+    a = _unique_keys((n for n in left if n not in matched_left), _identity_key)
+    b = _unique_keys((n for n in right if n not in matched_right), _identity_key)
+    pairs += [(a[k], b[k], "identity") for k in a if k in b]
+    matched_left, matched_right = {p[0] for p in pairs}, {p[1] for p in pairs}
+    rest_left = [n for n in left if n not in matched_left]
+    rest_right = [n for n in right if n not in matched_right]
+    for name in rest_left:
+        fits = [r for r in rest_right if identity(name).agrees(identity(r))]
+        back = [n for n in rest_left if fits and identity(n).agrees(identity(fits[0]))]
+        if len(fits) == 1 and back == [name]:
+            pairs.append((name, fits[0], "agreeing identity"))
+    return pairs

@@ -1,0 +1,128 @@
+"""One kernel identity from every name form real profilers print (no hand-made names).
+
+Pairs of forms of one kernel come from the files themselves: nsys SQLite rows carry the demangled,
+short and mangled name of each launch; ncu reports carry demangled, function and mangled names of
+each launch; the raw CSV (ncu's simplified names) and mangled-name CSV of a capture run list the same
+launch IDs as its report.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import lzma
+import shutil
+import sqlite3
+from pathlib import Path
+
+import ncu_report
+import pandas as pd
+import pytest
+
+from generator.analyses.join import attach_stage_time, coverage
+from generator.analyses.kernel_identity import identity
+from generator.analyses.kernel_match import candidates, match_kernels
+from generator.pipeline.inputs import InputCache, load_manifest, manifest_stages, measured_union
+
+ROOT = Path(__file__).parent.parent
+DATA = ROOT / "tests" / "data"
+RUNS = ROOT / "examples" / "runs"
+SQLITES = sorted([*DATA.rglob("*.sqlite*"), *RUNS.rglob("*.sqlite*")])
+REPORTS = sorted([*DATA.rglob("*.ncu-rep*"), *RUNS.rglob("*.ncu-rep*")])
+
+
+def _plain(path: Path, tmp: Path) -> Path:
+    if path.suffix != ".xz":
+        return path
+    out = tmp / path.stem
+    with lzma.open(path) as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+def _csv_rows(path: Path) -> list[list[str]]:
+    if path.suffix == ".xz":
+        with lzma.open(path, "rt") as fh:
+            return list(csv.reader(io.StringIO(fh.read())))
+    return list(csv.reader(io.StringIO(path.read_text())))
+
+
+@pytest.mark.parametrize("path", SQLITES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_nsys_demangled_short_and_mangled_agree(path, tmp_path):
+    con = sqlite3.connect(_plain(path, tmp_path))
+    columns = {row[1] for row in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+    mangled = "mangledName" in columns
+    rows = con.execute(
+        "SELECT DISTINCT d.value, s.value, " + ("m.value" if mangled else "NULL")
+        + " FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName"
+        + " JOIN StringIds s ON s.id = k.shortName"
+        + (" JOIN StringIds m ON m.id = k.mangledName" if mangled else "")).fetchall()
+    assert rows
+    for demangled, short, mangled_name in rows:
+        full = identity(demangled)
+        assert identity(short).function == full.function and identity(short).agrees(full), demangled
+        if mangled_name:
+            assert identity(mangled_name) == full, demangled
+
+
+def _report_names(path: Path, tmp: Path) -> list[tuple[str, str, str]]:
+    context = ncu_report.load_report(str(_plain(path, tmp)))
+    names = []
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            names.append(tuple(action.name(getattr(ncu_report.IAction, f"NameBase_{form}"))
+                               for form in ("DEMANGLED", "FUNCTION", "MANGLED")))
+    return names
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_ncu_demangled_function_mangled_and_simplified_agree(path, tmp_path):
+    names = _report_names(path, tmp_path)
+    for demangled, function, mangled in names:
+        full = identity(demangled)
+        assert identity(function).function == full.function and identity(function).agrees(full)
+        if mangled:
+            assert identity(mangled) == full, demangled
+    # a capture run's CSVs list the report's launches by ID: simplified and mangled names
+    for csv_path in (path.parent / "raw.csv.xz", *path.parent.parent.glob("logs/ncu_kernels_mangled.csv*")):
+        if csv_path.is_file():
+            rows = _csv_rows(csv_path)
+            header = rows[0]
+            for row in rows[2:]:
+                demangled = names[int(row[header.index("ID")])][0]
+                assert identity(row[header.index("Kernel Name")]) == identity(demangled), csv_path
+
+
+def test_distinct_instantiations_stay_distinct():
+    """The OCR capture's concatenation kernels differ in one template argument (3 vs 4 inputs)."""
+    names = read_names(RUNS / "ocr-vlm-eager")
+    cats = [n for n in names if identity(n).function == "CatArrayBatchedCopy"]
+    assert len(cats) == 2 and identity(cats[0]) != identity(cats[1])
+    assert match_kernels(cats[:1], cats[1:]) == []
+    # the base name alone fits both: ambiguous, never a guess
+    assert candidates("CatArrayBatchedCopy", cats) == cats
+
+
+def read_names(run: Path) -> list[str]:
+    with InputCache() as cache:
+        return list(dict.fromkeys(cache.read(run / "ncu" / "report.ncu-rep.xz").kernel_metrics["name"]))
+
+
+@pytest.mark.parametrize("run", ["ocr-vlm-eager", "ocr-vlm-sdpa", "llm-decode-small"])
+def test_raw_csv_joins_as_the_report(run):
+    """ncu's simplified names in the raw CSV join every launch to the nsys kernel the report's names
+    join to: the OCR-VLM top-20 is 20/20 from both (the grouped GEMM, #1, once)."""
+    path = RUNS / run
+    with InputCache() as cache:
+        stages = tuple(manifest_stages(path, load_manifest(path)))
+        staged = cache.stage_summaries(path / "nsys" / "report.sqlite.xz", stages)
+        summary = pd.concat([measured_union(staged), staged], ignore_index=True)
+        joined = [attach_stage_time(cache.read(path / "ncu" / f).kernel_metrics, summary)
+                  for f in ("report.ncu-rep.xz", "raw.csv.xz")]
+    assert list(joined[0]["summary_name"]) == list(joined[1]["summary_name"])
+    assert not joined[1]["ambiguous"].any()
+    for stage in ["all", *stages]:
+        assert coverage(summary, joined[0], 20, stage) == coverage(summary, joined[1], 20, stage)
+    if run.startswith("ocr"):
+        assert coverage(summary, joined[1], 20)["profiled"] == 20 and joined[1]["summary_name"].notna().all()
