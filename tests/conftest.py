@@ -54,3 +54,8 @@ def example_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
     site, src = root / "site", root / "site_src"
     assert main(["build", "--out", str(site), "--src", str(src)]) == 0  # includes mkdocs build --strict
     return BuiltSite(EXAMPLE, site, src)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-long", action="store_true",
+                     help="run the long fuzz campaign of tests/test_fuzz.py and print its counts")

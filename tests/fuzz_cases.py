@@ -67,6 +67,7 @@ class Case:
     inputs: list[Path] = field(default_factory=list)
     timeout: float = 60.0
     bad: bool = False  # certainly unusable: must be answered by a one-line error, exit 2
+    fresh: bool | None = None  # a new interpreter rather than fork() (default: for builds)
 
 
 @dataclass
@@ -314,9 +315,39 @@ def siblings(paths: list[Path]) -> set[str]:
 
 
 def run_case(case: Case, scratch: Path) -> Outcome:
-    """Run ``case`` in a forked child (stdout/stderr to files, cwd ``scratch``) and classify it."""
+    """Run ``case`` in a child process (stdout/stderr to files, cwd ``scratch``) and classify it."""
     before, files_before = digest(case.inputs), siblings(case.inputs)
     out, err = scratch / "stdout", scratch / "stderr"
+    if case.fresh or case.fresh is None and case.argv[0] == "build":  # vl-convert's runtime does not survive fork()
+        status = _run_fresh(case, scratch, out, err)
+    else:
+        status = _run_forked(case, scratch, out, err)
+    text = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
+    outcome = Outcome(case.name, case.bad, _classify(case, status, text), text.strip()[-300:])
+    after = digest(case.inputs)
+    outcome.modified = sum(before[p] != after[p] for p in before)
+    outcome.created = len(siblings(case.inputs) - files_before)
+    return outcome
+
+
+def _run_fresh(case: Case, scratch: Path, out: Path, err: Path) -> int | None:
+    """``python -m generator ARGV`` in a new interpreter; its wait status, None on timeout."""
+    import subprocess
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        child = subprocess.Popen([sys.executable, "-m", "generator", *case.argv], cwd=scratch, env=env,
+                                 stdout=stdout, stderr=stderr)
+        try:
+            code = child.wait(timeout=case.timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            return None
+    return (-code) & 0x7F if code < 0 else code << 8  # as os.waitpid reports it
+
+
+def _run_forked(case: Case, scratch: Path, out: Path, err: Path) -> int | None:
+    """``main(ARGV)`` in a forked child (cheap: modules are loaded); its wait status, None on timeout."""
     pid = os.fork()
     if pid == 0:  # child
         code = 70
@@ -343,13 +374,7 @@ def run_case(case: Case, scratch: Path) -> Outcome:
                 sys.stderr.flush()
             finally:
                 os._exit(code)
-    status = _wait(pid, case.timeout)
-    text = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
-    outcome = Outcome(case.name, case.bad, _classify(case, status, text), text.strip()[-300:])
-    after = digest(case.inputs)
-    outcome.modified = sum(before[p] != after[p] for p in before)
-    outcome.created = len(siblings(case.inputs) - files_before)
-    return outcome
+    return _wait(pid, case.timeout)
 
 
 def _wait(pid: int, timeout: float) -> int | None:
