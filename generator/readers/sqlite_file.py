@@ -29,6 +29,7 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         raise InputError(path, f"unreadable nsys SQLite export ({exc})") from None
     if problems != ["ok"]:
         conn.close()
-        raise InputError(path, f"unreadable nsys SQLite export (quick_check: {'; '.join(problems)[:200]})")
+        detail = " ".join(" ".join(problems).split())[:200]
+        raise InputError(path, f"unreadable nsys SQLite export (quick_check: {detail})")
     _CHECKED.add(key)
     return conn
