@@ -236,7 +236,7 @@ def binary_cases(seed: Path, plain: bytes, work: Path, rng: random.Random) -> It
     for label, mutate in (("truncate", truncate), ("flip", flip_bytes), ("garbage-tail", garbage_tail)):
         path = work / f"{label}-{name}"
         path.write_bytes(mutate(plain, rng))
-        yield label, path, label == "truncate"
+        yield label, path, label == "truncate" or label == "garbage-tail" and plain.startswith(b"SQLite format 3")
     if seed.suffix == ".xz":
         raw = seed.read_bytes()
         for label, data in (("xz-truncated", raw[: len(raw) * 2 // 3]), ("xz-garbage-tail", raw + b"garbage\x00" * 9),

@@ -92,6 +92,9 @@ def test_sqlite_failing_quick_check_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"unreadable nsys SQLite export \(quick_check: \*\*\* in database main") as caught:
         read(path)
     assert "\n" not in str(caught.value)
+    path.write_bytes(lzma.decompress(GEMM_SQLITE.read_bytes()) + b"garbage")
+    with pytest.raises(InputError, match=r"\(7 bytes of garbage after its 86 pages\)"):
+        read(path)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage after", "half a second stream"])

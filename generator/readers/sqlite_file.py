@@ -2,7 +2,8 @@
 
 ``mode=ro&immutable=1`` makes SQLite read the file as it is: no ``-wal``/``-shm`` files appear
 beside it (a WAL-mode export would otherwise get them) and read-only media work. A file that fails
-``PRAGMA quick_check`` (truncated, overwritten pages) is refused before any query trusts it.
+``PRAGMA quick_check`` (truncated, overwritten pages) or carries bytes after its last page is
+refused before any query trusts it.
 """
 from __future__ import annotations
 
@@ -24,9 +25,14 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         return conn
     try:
         problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+        pages, page_size = (conn.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "page_size"))
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise InputError(path, f"unreadable nsys SQLite export ({exc})") from None
+    if problems == ["ok"] and stat.st_size != pages * page_size:
+        conn.close()
+        raise InputError(path, f"unreadable nsys SQLite export ({stat.st_size - pages * page_size} bytes of "
+                               f"garbage after its {pages} pages)")
     if problems != ["ok"]:
         conn.close()
         detail = " ".join(" ".join(problems).split())[:200]
