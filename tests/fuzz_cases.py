@@ -322,6 +322,8 @@ def run_case(case: Case, scratch: Path) -> Outcome:
         status = _run_fresh(case, scratch, out, err)
     else:
         status = _run_forked(case, scratch, out, err)
+        if status is None:  # fork() of a threaded test process can deadlock in the child: ask a new one
+            status = _run_fresh(case, scratch, out, err)
     text = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
     outcome = Outcome(case.name, case.bad, _classify(case, status, text), text.strip()[-300:])
     after = digest(case.inputs)

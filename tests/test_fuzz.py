@@ -233,10 +233,11 @@ HOSTILE_SQL = ("UPDATE StringIds SET value = char(27) || '[2J' || char(7) || cha
 def test_build_with_control_characters_and_payloads_in_names(long_mode: bool, tmp_path: Path) -> None:
     """ESC/BEL/NUL and markup in kernel names reach every page, chart and CSV: the build exits 0
     (the chart renderer used to abort with SIGABRT), no element is injected, CSV cells are text."""
-    sqlite = tmp_path / "hostile.sqlite"
+    (tmp_path / "inputs").mkdir()
+    sqlite = tmp_path / "inputs" / "hostile.sqlite"
     fc.mutate_sqlite(fc.plain_bytes(H200 / "small_vlm.nsys.sqlite.xz"),
                      HOSTILE_SQL.format(n=40 if long_mode else 8), sqlite)
-    report = tmp_path / "report.yaml"
+    report = tmp_path / "inputs" / "report.yaml"
     report.write_text(f"""
 id: hostile
 title: {{en: "<script>alert(1)</script>", zh: "<img src=x data-xss onerror=alert(2)>"}}
@@ -253,7 +254,7 @@ versions:
     assert outcome.kind == "ok", outcome.detail
     outcome.injected = injected_elements(site)
     TOTALS.update(fc.summarize([outcome]))
-    assert outcome.injected == 0 and outcome.modified == 0
+    assert outcome.injected == 0 and outcome.modified == 0 and outcome.created == 0
     with open(site / "v1" / "data" / "top_kernels.csv", newline="", encoding="utf-8") as f:
         cells = [value for row in csv.DictReader(f) for value in row.values() if isinstance(value, str)]
     assert not [c for c in cells if c.startswith(("=", "+", "@"))]
