@@ -4,7 +4,7 @@ pages, charts, data files and the regression gate show them.
 Readers look metrics up here (:func:`resolve`); analyses use the canonical ``name``. Units are
 canonical: ns, percent 0–100, bytes, FLOP, per-second rates. DISPLAY_METRICS say how a canonical
 metric is shown (key, display unit and scale, better direction, histogram or not); their words are
-``metrics.<key>`` in every translation file (templates/i18n/<lang>.yaml).
+``metrics.<key>`` in every translation file (generator/templates/i18n/<lang>.yaml).
 """
 from __future__ import annotations
 

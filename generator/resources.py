@@ -3,5 +3,5 @@ from __future__ import annotations
 
 from pathlib import Path
 
-#: templates/: pages/, findings/, site/, i18n/<lang>.yaml, mkdocs.yml.j2, kernel_families.yaml
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+#: generator/templates/: pages/, findings/, site/, i18n/<lang>.yaml, mkdocs.yml.j2, kernel_families.yaml
+TEMPLATES = Path(__file__).resolve().parent / "templates"

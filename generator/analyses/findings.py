@@ -2,7 +2,7 @@
 
 A rule that does not fire yields nothing. A rule that fires yields :class:`Finding` objects whose
 ``evidence`` holds every number its EN/ZH text quotes; the text lives in
-``templates/findings/<id>.<lang>.md.j2`` (Jinja2, StrictUndefined) and is rendered by
+``generator/templates/findings/<id>.<lang>.md.j2`` (Jinja2, StrictUndefined) and is rendered by
 :func:`generator.render.findings.render_finding`.
 
 Time shares come from the nsys kernel summary (``time_pct`` of a stage) and kernel categories
@@ -213,7 +213,7 @@ class RuleInputs:
 
 
 #: Every rule, in page order. A new finding is its rule function above, one entry here and its words
-#: in templates/findings/<id>.<lang>.md.j2; the findings page shows every Finding by its ``kind``.
+#: in generator/templates/findings/<id>.<lang>.md.j2; the findings page shows every Finding by its ``kind``.
 RULES: tuple[Callable[[RuleInputs], list[Finding]], ...] = (
     lambda i: gemv_decode(i.summary, i.names),
     lambda i: elementwise_fusion(i.summary, i.names),

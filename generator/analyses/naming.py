@@ -1,7 +1,7 @@
 """Kernel naming: raw profiler names → friendly name, library, category, data shapes, EN/ZH text.
 
 The recognizers (generator.analyses.recognizers) find a name's family and values; every word a
-reader sees comes from templates/kernel_families.yaml; here they are put together and made unique.
+reader sees comes from generator/templates/kernel_families.yaml; here they are put together and made unique.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class KernelName:
 
 @cache
 def families() -> dict[str, Any]:
-    """templates/kernel_families.yaml, loaded once."""
+    """generator/templates/kernel_families.yaml, loaded once."""
     with open(FAMILIES_PATH, encoding="utf-8") as fh:
         return yaml.safe_load(fh)
 

@@ -1,7 +1,7 @@
 """Library recognizers: a kernel's raw name → its family, op and the values its friendly name and
 data shapes quote (tiles, stages, data type, head dim, NCCL collective …).
 
-Code holds only name patterns; the words for each family live in templates/kernel_families.yaml
+Code holds only name patterns; the words for each family live in generator/templates/kernel_families.yaml
 (read by generator.analyses.naming).
 """
 from __future__ import annotations
@@ -463,7 +463,7 @@ def _thrust(p: ParsedName, raw: str) -> Match | None:
 
 
 #: The recognizers, tried in order (the first that returns a Match names the kernel); a new library
-#: is one function above and one entry here, its words one family in templates/kernel_families.yaml.
+#: is one function above and one entry here, its words one family in generator/templates/kernel_families.yaml.
 RECOGNIZERS: tuple[Callable[[ParsedName, str], Match | None], ...] = (
     _nccl, _triton, _flash, _memeff, _cudnn, _cublas_misc, _nvjet, _cutlass, _cublas_gemm, _aten,
     _thrust,

@@ -15,7 +15,7 @@ from generator.model import GpuInfo, Provenance
 
 @dataclass(frozen=True)
 class Finding:
-    """A rule that fired: its id selects the EN/ZH text in templates/findings/; no canned prose.
+    """A rule that fired: its id selects the EN/ZH text in generator/templates/findings/; no canned prose.
 
     ``evidence`` holds the numbers the text quotes (keys referenced by the template) and
     ``kernels`` the friendly names of the kernels that triggered it.
@@ -57,6 +57,8 @@ class VersionResult:
     #: stage, stage_time_pct (share of its stage's time, from the nsys ↔ ncu join)
     ncu_metrics: pd.DataFrame
     coverage: dict[str, Any]  # {"top_n", "profiled", "missing": [names]}
+    has_nsys: bool  # kernel times (nsys, or a PyTorch trace) were given; pages without them say so
+    has_ncu: bool  # ncu per-launch metrics were given; pages without them say so
     #: {"rule", "params", "counts", "percent", "class_means", "overall_means"} (classify.class_stats)
     classification: dict[str, Any]
     top_by_duration: pd.DataFrame

@@ -71,6 +71,8 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         kernels_yaml=yaml_text,
         ncu_metrics=kernels,
         coverage=coverage(summary, metrics, settings.top_n),
+        has_nsys=bool(len(summary)),
+        has_ncu=bool(len(metrics)),
         classification=classification,
         top_by_duration=top_by_duration(kernels, TOP_BY_DURATION_N),
         histograms=histogram_datasets(kernels),

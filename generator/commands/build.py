@@ -38,7 +38,16 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-        build_site(args.reports or [EXAMPLE], args.out, args.src, site_url=args.site_url, langs=langs,
+        build_site(args.reports or [_example()], args.out, args.src, site_url=args.site_url, langs=langs,
                    progress=progress, force=args.force)
     console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0
+
+
+def _example() -> Path:
+    """The bundled example's report.yaml; it ships with the source checkout, not with an installed wheel."""
+    if not EXAMPLE.is_file():
+        raise InputError("python -m generator build", "no REPORT.yaml given and the bundled example is not "
+                         "installed (it is examples/ocr-vlm/report.yaml of a kernel-report source checkout: "
+                         "build from there, or name your own report.yaml)")
+    return EXAMPLE

@@ -2,7 +2,9 @@
 
 A run directory (written by ``python -m capture run``, laid out as generator.run_layout says) holds
 ``manifest.json`` (stages in order, GPU, versions, commands, top-N, coverage), the nsys SQLite export
-and the ncu report or raw CSV (the report is preferred: it carries NVTX and device attributes). Kernel
+and, for each ncu pass (the first, and the retry over kernels it missed when there was one), its
+report or raw CSV (the report is preferred: it carries NVTX and device attributes); the passes'
+launches are joined, launch ids kept unique. Kernel
 summaries are read for every manifest stage, and "all" is those stages together
 (:func:`measured_union`). Explicit inputs: nsys files (optionally one
 NVTX stage each), ncu files, PyTorch traces (their kernel summary is used only when no nsys input
@@ -24,6 +26,7 @@ from generator.errors import InputError
 from generator.model import (
     ALL_STAGES,
     KERNEL_SUMMARY_COLUMNS,
+    STAT_COLUMNS,
     Dataset,
     GpuInfo,
     Provenance,
@@ -33,9 +36,10 @@ from generator.model import (
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompress_xz, naming, read_from
+from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
-from generator.run_layout import MANIFEST, NSYS_CANDIDATES, ncu_candidates
+from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
 
@@ -177,6 +181,10 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         others.append(nsys)
         metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
+        for suffix in NCU_PASSES[1:]:  # a retry pass over kernels the first one missed, when there was one
+            retry = next((run / name for name in ncu_candidates(suffix) if (run / name).is_file()), None)
+            if retry is not None:
+                metrics.append(cache.read(retry))
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)
@@ -189,33 +197,41 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
     kernel_summary = _concat_summaries(summaries, report_file, where)
-    kernel_metrics = _concat_metrics(metrics, report_file, where)
+    kernel_metrics = _concat_metrics(metrics)
+    if not len(kernel_summary) and not len(kernel_metrics):
+        raise InputError(report_file, f"{where}: no kernels among the inputs (give an nsys export, an ncu "
+                                      "report/CSV or a capture run)")
     base = report_file.resolve().parent
     return VersionInputs(
         kernel_summary=kernel_summary,
         kernel_metrics=kernel_metrics,
-        gpus=_unique([gpu for d in metrics + others + torch for gpu in d.gpus]),  # ncu describes devices best
+        gpus=merged_gpus([gpu for d in metrics + others + torch for gpu in d.gpus]),  # ncu describes devices best
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
     )
 
 
 def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str) -> pd.DataFrame:
+    """Every kernel summary of the version (empty: no nsys data given); without a whole-capture
+    summary, "all" is the union of the stages given (:func:`measured_union`)."""
     if not summaries:
-        raise InputError(report_file, f"{where}: no kernel summary among the inputs (give an nsys export or a capture run)")
+        numeric = {"count": "int64", "time_pct": "float64", **{c: "float64" for c in STAT_COLUMNS if c != "count"}}
+        return pd.DataFrame({c: pd.Series(dtype=numeric.get(c, "object")) for c in KERNEL_SUMMARY_COLUMNS})
     table = pd.concat(summaries, ignore_index=True)[KERNEL_SUMMARY_COLUMNS]
     overlap = table.duplicated(["stage", "name"])
     if overlap.any():
         stage = table.loc[overlap, "stage"].iloc[0]
         raise InputError(report_file, f"{where}: several inputs give kernel summaries of stage {stage!r}; give one per stage")
+    if len(table) and not (table["stage"] == ALL_STAGES).any():
+        table = pd.concat([measured_union(table), table], ignore_index=True)
     return table
 
 
-def _concat_metrics(datasets: list[Dataset], report_file: Path, where: str) -> pd.DataFrame:
+def _concat_metrics(datasets: list[Dataset]) -> pd.DataFrame:
     """Per-launch metrics of every ncu input; a file whose launch ids overlap earlier ones is shifted past them."""
     frames = [d.kernel_metrics for d in datasets if d.kernel_metrics is not None and len(d.kernel_metrics)]
     if not frames:
-        raise InputError(report_file, f"{where}: no ncu kernel metrics among the inputs (give an ncu report/CSV or a capture run)")
+        return kernel_metrics_frame([], None)[0]  # no ncu data given
     kept = renumber_launches(frames)
     return kept[0] if len(kept) == 1 else pd.concat(kept, ignore_index=True)
 
@@ -224,5 +240,25 @@ def _relative(provenance: Provenance, base: Path) -> Provenance:
     return dataclasses.replace(provenance, path=Path(os.path.relpath(provenance.path, base)).as_posix())
 
 
-def _unique(items: list[GpuInfo] | list[Provenance]) -> list:
+def merged_gpus(gpus: list[GpuInfo]) -> list[GpuInfo]:
+    """One GpuInfo per device (by index, else name), the first description's values first and what it
+    leaves unknown from the others (the driver is in nsys exports, not in ncu reports): one value
+    for each fact on every page."""
+    merged: dict[object, GpuInfo] = {}
+    for gpu in gpus:
+        key = gpu.index if gpu.index is not None else gpu.name
+        known = merged.get(key)
+        if known is None:
+            merged[key] = gpu
+            continue
+        if gpu.name is not None and known.name is not None and gpu.name != known.name:
+            merged[(key, gpu.name)] = gpu  # another machine's device of the same index
+            continue
+        merged[key] = dataclasses.replace(known, **{
+            f.name: getattr(gpu, f.name) for f in dataclasses.fields(known)
+            if getattr(known, f.name) is None and getattr(gpu, f.name) is not None})
+    return list(merged.values())
+
+
+def _unique(items: list[Provenance]) -> list[Provenance]:
     return list(dict.fromkeys(items))

@@ -1,9 +1,17 @@
 """Nsight Compute CSV exports, both layouts, sniffed from the header.
 
 * ``--page raw`` (wide): header row, units row, one row per launch, one column per metric.
-* ``--page details`` / ``--metrics`` (long): one row per metric; three known column sets
-  (ncu 2021.2, 2023.1, 2025). Metric rows may be cut short after ``Metric Value`` with a trailing
-  comma; rule rows (Rule Name filled, Metric Name empty) are not metrics and are skipped.
+* ``--page details`` / ``--metrics`` (long): one row per metric; four known column sets
+  (ncu 2021.2, 2023.1, 2025, and 2025 with ``Body Item Label`` as ``--print-details all`` and
+  ``--section X`` exports write it). Metric rows may be cut short after ``Metric Value`` with a
+  trailing comma; rule rows (Rule Name filled, Metric Name empty) are not metrics and are skipped,
+  and so are body-item rows (a chart's or table's entries, Body Item Label filled): the section's
+  header rows carry its metrics.
+
+Leading ncu messages (``==PROF==``, ``==WARNING==`` lines) are skipped. Other exports ncu writes
+— ``--page session`` and ``--page source``, a section export that holds only a message, or one whose
+sections carry none of the metrics of :mod:`generator.metric_table` — are refused with one line:
+"not a kernel-metrics CSV: …".
 
 Metric rows of the "Command line profiler metrics" section carry raw ncu names; other sections
 carry display names, looked up by (section, name) pairs of :mod:`generator.metric_table`.
@@ -12,14 +20,15 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import io
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from generator.errors import InputError
-from generator.metric_table import resolve
+from generator.metric_table import CANONICAL_METRIC_NAMES, resolve
 from generator.model import Dataset, GpuInfo, Provenance
+from generator.readers.base import sha256_of
 from generator.readers.ncu_rep import device_info, kernel_metrics_frame, nvtx_identity
 from generator.units import parse_number
 
@@ -33,10 +42,19 @@ DETAILS_LAYOUTS: dict[str, frozenset[str]] = {
     "2023.1": frozenset(_LAUNCH + _LAUNCH_CONFIG + _METRIC),
     "2025": frozenset(_LAUNCH + _LAUNCH_CONFIG + _METRIC + _RULE
                       + ["Estimated Speedup Type", "Estimated Speedup"]),
+    "2025 body items": frozenset(_LAUNCH + _LAUNCH_CONFIG + _METRIC + _RULE + ["Body Item Label"]
+                                 + ["Estimated Speedup Type", "Estimated Speedup"]),
 }
 _REQUIRED_DETAILS = ["ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
 _REQUIRED_RAW = ["ID", "Kernel Name"]
-_HEAD = re.compile(rb'^(\xef\xbb\xbf)?"?ID"?,')
+_HEAD = re.compile(rb'^(\xef\xbb\xbf)?(==[A-Z]+==[^\n]*\n|\s*\n)*("?ID"?,|Launch Settings\r?\n|"Kernel Name",)')
+#: ncu's own message lines (``==PROF== …``, ``==WARNING== …``) before or instead of the CSV.
+_MESSAGE = re.compile(r"^==[A-Z]+==")
+#: First lines of the ncu exports that are not per-launch metrics, and what they are.
+_OTHER_PAGES = {"Launch Settings": "an ncu --page session export (launch settings, session and device "
+                                   "attributes), no per-launch metrics",
+                '"Kernel Name",': "an ncu --page source export (per-instruction counters of one kernel), "
+                                  "no per-launch metrics"}
 
 
 def is_nvtx_column(name: str) -> bool:
@@ -49,7 +67,11 @@ class NcuCsvReader:
     description = "Nsight Compute CSV export (--page raw or --page details/--metrics)"
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        return bool(_HEAD.match(head))
+        if _HEAD.match(head):
+            return True
+        lines = head.decode("utf-8", "replace").lstrip("\ufeff").splitlines()
+        return len(head) < 4096 and bool(lines) and all(_MESSAGE.match(line) or not line.strip() or line[0] == " "
+                                                        for line in lines)  # only ncu messages
 
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
         path = Path(path)
@@ -57,13 +79,19 @@ class NcuCsvReader:
             text = path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        reader = csv.reader(io.StringIO(text))
+        lines, said = _without_messages(text)
+        first = next((line for line in lines if line.strip()), None)
+        if first is None:
+            raise InputError(path, f"not a kernel-metrics CSV: only ncu messages ({said[:200]})" if said
+                             else "file is empty")
+        for start, what in _OTHER_PAGES.items():
+            if first.startswith(start):
+                raise InputError(path, f"not a kernel-metrics CSV: {what}")
+        reader = csv.reader(lines)  # message lines are blank: line numbers stay the file's
         try:
-            header = next(reader)
-        except StopIteration:
-            raise InputError(path, "file is empty") from None
+            header = next(cells for cells in reader if cells)
         except csv.Error as exc:
-            raise InputError(path, f"line 1: {exc}") from None
+            raise InputError(path, f"line {reader.line_num}: {exc}") from None
         try:
             if "Metric Name" in header or "Metric Value" in header:
                 layout, launches, gpus = _read_details(header, reader)
@@ -79,13 +107,30 @@ class NcuCsvReader:
                 rows.append(launch.row())
             except ValueError as exc:
                 raise InputError(path, f"launch {launch.identity['launch_id']}: {exc}") from None
+        if not any(launch.names_metrics for launch in launches):
+            raise InputError(path, f"not a kernel-metrics CSV: none of the metrics this tool reads "
+                                   f"({', '.join(CANONICAL_METRIC_NAMES[:4])}, …) in {_sections(launches)}")
         frame, notes = kernel_metrics_frame(rows, stage)
         return Dataset(
             provenance=Provenance(path=str(path), format=f"ncu-csv-{'raw' if layout == 'raw' else 'details'}",
-                                  format_version=f"ncu {layout} layout", notes=notes),
+                                  format_version=f"ncu {layout} layout", sha256=sha256_of(path), notes=notes),
             kernel_metrics=frame,
             gpus=gpus,
         )
+
+
+def _without_messages(text: str) -> tuple[list[str], str]:
+    """The file's lines with ncu's message lines (and their indented continuations) blanked, and those
+    messages as one line of text."""
+    lines = text.splitlines(keepends=True)
+    said: list[str] = []
+    in_message = False
+    for i, line in enumerate(lines):
+        in_message = bool(_MESSAGE.match(line)) or (in_message and line[:1] == " ")
+        if in_message:
+            said.append(line.strip())
+            lines[i] = "\n"
+    return lines, " ".join(said)
 
 
 class _RowError(Exception):
@@ -100,11 +145,31 @@ class _Launch:
     ranges: list[str]
     raw: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     details: dict[tuple[str, str], tuple[str, str]] = dataclasses.field(default_factory=dict)
+    sections: dict[str, None] = dataclasses.field(default_factory=dict)  # of a details export, in order
+    names_metrics: bool = False  # set by row(): some metric of the registry is among its rows
 
     def row(self) -> dict:
         row = dict(self.identity, _ranges=self.ranges)
-        row.update(resolve(self.raw.get, lambda section, name: self.details.get((section, name))))
+        row.update(resolve(self._lookup(lambda name: self.raw.get(name)),
+                           self._lookup(lambda section, name: self.details.get((section, name)))))
         return row
+
+    def _lookup(self, get: Callable[..., tuple[str, str] | None]) -> Callable[..., tuple[str, str] | None]:
+        """``get``, noting in ``names_metrics`` when it finds a metric the registry asks for (valued or n/a)."""
+        def found(*key: str) -> tuple[str, str] | None:
+            value = get(*key)
+            self.names_metrics = self.names_metrics or value is not None
+            return value
+        return found
+
+
+def _sections(launches: list[_Launch]) -> str:
+    """What a CSV holds, for the refusal: its sections' names, or the raw page's columns."""
+    names = list(dict.fromkeys(name for launch in launches for name in launch.sections))
+    if names:
+        return f"section{'s' if len(names) > 1 else ''} {', '.join(repr(n) for n in names)}"
+    columns = list(dict.fromkeys(name for launch in launches for name in launch.raw))
+    return f"columns {', '.join(repr(c) for c in columns[:6])}{', …' if len(columns) > 6 else ''}"
 
 
 def _require(header: list[str], names: list[str]) -> None:
@@ -202,6 +267,9 @@ def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[G
         launch = launches.setdefault(identity["launch_id"], _Launch(identity, ranges))
         if launch.identity["name"] != identity["name"]:
             raise _RowError(f"line {reader.line_num}: ID {identity['launch_id']} names two kernels")
+        launch.sections.setdefault(named["Section Name"], None)
+        if named.get("Body Item Label"):
+            continue  # an entry of a chart or table; the section's header rows carry its metrics
         found = (named["Metric Value"], named["Metric Unit"])
         launch.raw.setdefault(named["Metric Name"], found)
         launch.details.setdefault((named["Section Name"], named["Metric Name"]), found)
@@ -213,15 +281,23 @@ def _read_details(header: list[str], reader) -> tuple[str, list[_Launch], list[G
 
 def _rows(reader, width: int, ragged_at: int | None):
     """Data rows padded to ``width``; only the known raggedness is accepted: a metric row that
-    ends after Metric Value with a trailing comma (``ragged_at`` fields, the last one empty)."""
+    ends after Metric Value with a trailing comma (``ragged_at`` fields, the last one empty). In a
+    details export, a line of another width that does not start with a launch ID is the header of a
+    table ncu puts among the metric rows (NUMA Affinity's per-GPU table): its lines are skipped up to
+    the next metric row."""
+    in_table = False
     try:
         for cells in reader:
             if not cells:
                 continue
             if len(cells) == width:
+                in_table = False
                 yield cells
             elif ragged_at is not None and len(cells) == ragged_at and cells[-1] == "":
+                in_table = False
                 yield cells[:-1] + [""] * (width - ragged_at + 1)
+            elif ragged_at is not None and (in_table or not cells[0].strip().isdigit()):
+                in_table = True
             else:
                 raise _RowError(f"line {reader.line_num}: {len(cells)} fields, expected {width}")
     except csv.Error as exc:

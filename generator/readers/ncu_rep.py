@@ -16,6 +16,7 @@ import pandas as pd
 from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES, TENSOR_DATAPATH_COLUMN, resolve
 from generator.model import KERNEL_METRICS_ID_COLUMNS, Dataset, GpuInfo, Provenance
+from generator.readers.base import sha256_of
 
 MAGIC = b"NVR\x00"
 _VERSION = re.compile(rb"(\d{4}\.\d+\.\d+)\.\d+ \(build \d+\)")
@@ -58,7 +59,7 @@ class NcuRepReader:
         return Dataset(
             provenance=Provenance(
                 path=str(path), format=self.format,
-                format_version=f"ncu {version}" if version else None, notes=notes),
+                format_version=f"ncu {version}" if version else None, sha256=sha256_of(path), notes=notes),
             kernel_metrics=frame,
             gpus=list(gpus.values()),
         )

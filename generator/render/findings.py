@@ -1,4 +1,4 @@
-"""Findings and classification-method text: templates/findings/<id>.<lang>.md.j2 over their evidence."""
+"""Findings and classification-method text: generator/templates/findings/<id>.<lang>.md.j2 over their evidence."""
 from __future__ import annotations
 
 from functools import cache

@@ -1,6 +1,6 @@
-"""A version's report pages: Jinja2 templates (templates/pages/) → EN ``page.md`` + ZH ``page.zh.md``.
+"""A version's report pages: Jinja2 templates (generator/templates/pages/) → EN ``page.md`` + ZH ``page.zh.md``.
 
-All words come from templates/pages/*.md.j2 and templates/i18n/<lang>.yaml; every number from the
+All words come from generator/templates/pages/*.md.j2 and generator/templates/i18n/<lang>.yaml; every number from the
 VersionResult. Data text (kernel, stage, file names) is escaped by generator.render.markdown.
 """
 from __future__ import annotations

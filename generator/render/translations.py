@@ -1,4 +1,4 @@
-"""The words of the pages and charts: templates/i18n/<lang>.yaml, looked up by dotted key."""
+"""The words of the pages and charts: generator/templates/i18n/<lang>.yaml, looked up by dotted key."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -16,7 +16,7 @@ def _words(lang: str) -> dict[str, Any]:
 
 
 def translator(lang: str) -> Callable[..., str]:
-    """``t("a.b", **fields)``: the words at key ``a.b`` of templates/i18n/<lang>.yaml, formatted
+    """``t("a.b", **fields)``: the words at key ``a.b`` of generator/templates/i18n/<lang>.yaml, formatted
     with ``fields``; a missing key is an error unless ``default`` is given."""
     words = _words(lang)
 
@@ -26,7 +26,7 @@ def translator(lang: str) -> Callable[..., str]:
             if not isinstance(node, dict) or part not in node:
                 if default is not None:
                     return default
-                raise KeyError(f"templates/i18n/{lang}.yaml has no {key!r}")
+                raise KeyError(f"generator/templates/i18n/{lang}.yaml has no {key!r}")
             node = node[part]
         return str(node).format(**fields) if fields else str(node)
 
