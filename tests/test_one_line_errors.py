@@ -205,3 +205,13 @@ def test_json_output_of_inspect_escapes_control_characters(tmp_path: Path, capsy
 def test_unreadable_directory_as_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copy(STATS / "small_vlm_cuda_api_sum.csv", tmp_path / "ok.csv")
     assert "is a directory" in one_line(capsys, ["inspect", str(tmp_path)])
+
+
+def test_deep_yaml_and_huge_stage_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("id: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    with pytest.raises(InputError, match=r"deep\.yaml: not valid YAML \(nested too deeply\)"):
+        load_report(deep)
+    sqlite = str(DATA / "h200-small" / "small_vlm.nsys.sqlite.xz")
+    err = one_line(capsys, ["inspect", "--stage", "prefill/" + "9" * 30, sqlite])
+    assert f"NVTX range 'prefill/{'9' * 30}' not found" in err
