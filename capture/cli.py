@@ -37,10 +37,15 @@ def _capture_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ncu", help="ncu executable (default: $NCU, then PATH)")
     p.add_argument("--skip-ncu", action="store_true", help="nsys pass and top-N only")
     p.add_argument("--include-nccl", action="store_true", help="let NCCL kernels into the top-N")
-    p.add_argument("--set", dest="ncu_set", help="ncu section set to add (e.g. full)")
+    p.add_argument("--set", dest="ncu_set", help="ncu section set to add (e.g. full: everything ncu can collect)")
     p.add_argument("--section", dest="ncu_sections", action="append",
                    help=f"ncu section (repeatable; default: {', '.join(cmd.DEFAULT_SECTIONS)})")
-    p.add_argument("--metrics", dest="ncu_metrics", help="extra ncu metrics, comma-separated")
+    p.add_argument("--metrics", dest="ncu_metrics",
+                   help="extra ncu metrics, comma-separated (the report's own metrics are always collected)")
+    p.add_argument("--all-launch-configs", action="store_true",
+                   help="profile one launch per launch configuration in every stage, not one per (kernel, stage)")
+    p.add_argument("--overhead-runs", type=int, default=3,
+                   help="iterations timed with and without module ranges during the nsys pass (0: none)")
     p.add_argument("--clock-control", default="none", choices=["none", "base"], help="ncu clock control")
     p.add_argument("--dry-run", action="store_true", help="print the exact commands and exit")
     workload_params.add_arguments(p)
@@ -52,7 +57,8 @@ def _config(args: argparse.Namespace, run_dir: Path, params: workload_params.Par
         stages=tuple(args.stages) if args.stages else None, nsys=args.nsys, ncu=args.ncu,
         skip_ncu=args.skip_ncu, include_nccl=args.include_nccl, ncu_set=args.ncu_set,
         ncu_sections=tuple(args.ncu_sections or cmd.DEFAULT_SECTIONS),
-        ncu_metrics=tuple(m for m in (args.ncu_metrics or "").split(",") if m),
+        ncu_metrics=tuple(dict.fromkeys([*cmd.REPORT_METRICS, *(m for m in (args.ncu_metrics or "").split(",") if m)])),
+        all_launch_configs=args.all_launch_configs, overhead_runs=args.overhead_runs,
         clock_control=args.clock_control,
     )
 

@@ -4,32 +4,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from capture.workloads.params import Params, to_argv
+from generator.metric_table import ncu_metric_names
 from generator.run_layout import NSYS_STATS_REPORT as NSYS_STATS_REPORT  # the report capture.run asks for
 from generator.run_layout import RunLayout
 
-#: ncu sections collected by default (``--set`` and ``--metrics`` add to them).
-DEFAULT_SECTIONS: tuple[str, ...] = (
-    "SpeedOfLight",
-    "MemoryWorkloadAnalysis",
-    "Occupancy",
-    "LaunchStats",
-    "SchedulerStats",
-    "WarpStateStats",
-    "ComputeWorkloadAnalysis",
-    "SpeedOfLight_RooflineChart",
-    "SpeedOfLight_HierarchicalTensorRooflineChart",
-)
+#: ncu sections collected by default besides the report's metrics: Speed of Light holds ncu's own
+#: bound breakdown and rule, and costs no extra replay pass over the metrics (14 passes with it,
+#: 15 without, on the H200; the nine sections collected before took 27, ``--set full`` 38).
+DEFAULT_SECTIONS: tuple[str, ...] = ("SpeedOfLight",)
+#: The raw metrics the report reads (generator.metric_table), collected with ``--metrics``.
+REPORT_METRICS: tuple[str, ...] = tuple(ncu_metric_names())
 
 NSYS_EXTRA_REPORTS: tuple[str, ...] = ("nvtx_sum", "cuda_api_sum")
 
 
-def worker_argv(python: str, workload: str, params: Params, stages_out: Path | None = None) -> list[str]:
+def worker_argv(python: str, workload: str, params: Params, stages_out: Path | None = None,
+                overhead_runs: int = 0, profile_plan: Path | None = None) -> list[str]:
     argv = [python, "-m", "capture.worker", "--workload", workload, *to_argv(params)]
-    return argv + (["--stages-out", str(stages_out)] if stages_out else [])
+    argv += ["--stages-out", str(stages_out)] if stages_out else []
+    argv += ["--overhead-runs", str(overhead_runs)] if overhead_runs else []
+    return argv + (["--profile-plan", str(profile_plan)] if profile_plan else [])
 
 
 def nsys_profile(nsys: str, layout: RunLayout, worker: list[str]) -> list[str]:
-    return [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
+    """CUDA graphs are traced node by node: each replayed kernel is a kernel row of its launch."""
+    return [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--cuda-graph-trace=node",
             "-o", str(layout.nsys_report), *worker]
 
 
@@ -46,15 +45,16 @@ def nsys_stats(nsys: str, layout: RunLayout, reports: list[str], prefix: str, st
     return argv + [str(layout.sqlite)]
 
 
-def ncu_profile(ncu: str, layout: RunLayout, worker: list[str], *, stages: list[str], kernel_regex: str,
+def ncu_profile(ncu: str, layout: RunLayout, worker: list[str], *, includes: list[str], kernel_regex: str,
                 sections: tuple[str, ...] = DEFAULT_SECTIONS, section_set: str | None = None,
                 metrics: list[str] | None = None, clock_control: str = "none", suffix: str = "") -> list[str]:
-    """One model run under ncu: the measured stages' launches of the selected kernels (matched by
-    mangled name), one launch per distinct launch configuration."""
+    """One model run under ncu: the launches of the selected kernels (matched by mangled name) inside
+    the NVTX ``includes`` (profile windows or stages), one per launch configuration; kernels inside
+    CUDA graphs are profiled node by node."""
     argv = [ncu, "--clock-control", clock_control, "--target-processes", "all", "--nvtx"]
-    for stage in stages:
-        argv += ["--nvtx-include", f"{stage}/"]
-    argv += ["--kernel-name-base", "mangled", "--kernel-name", f"regex:{kernel_regex}",
+    for include in includes:
+        argv += ["--nvtx-include", include]
+    argv += ["--graph-profiling", "node", "--kernel-name-base", "mangled", "--kernel-name", f"regex:{kernel_regex}",
              "--filter-mode", "per-launch-config", "--launch-count", "1"]
     if section_set:
         argv += ["--set", section_set]
@@ -66,11 +66,13 @@ def ncu_profile(ncu: str, layout: RunLayout, worker: list[str], *, stages: list[
 
 
 def ncu_export_raw(ncu: str, layout: RunLayout, suffix: str = "") -> list[str]:
-    """``--page raw`` CSV (stdout goes to ``raw.csv``)."""
-    return [ncu, "--import", str(layout.ncu_rep(suffix)), "--csv", "--page", "raw"]
+    """``--page raw`` CSV (stdout goes to ``raw.csv``), in base units: ncu otherwise scales each column
+    to one unit and prints six decimals, so small values lose digits (22,528 bytes as 0.000023 Gbyte)."""
+    return [ncu, "--import", str(layout.ncu_rep(suffix)), "--csv", "--page", "raw", "--print-units", "base"]
 
 
 def ncu_export_mangled(ncu: str, layout: RunLayout, suffix: str = "") -> list[str]:
-    """The profiled launches with mangled names (stdout goes to a log): coverage is checked on it."""
+    """The profiled launches with mangled names and NVTX stacks (stdout goes to a log): coverage
+    (kernels, and the stage of each profiled launch) is checked on it."""
     return [ncu, "--import", str(layout.ncu_rep(suffix)), "--csv", "--page", "raw",
             "--print-kernel-base", "mangled", "--metrics", "gpu__time_duration.sum"]

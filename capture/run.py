@@ -1,4 +1,4 @@
-"""One capture: nsys pass → stats → top-N → one ncu pass over all selected kernels → coverage.
+"""One capture: nsys pass → stats → top-N → targets → one ncu pass over all selected kernels → coverage.
 
 Every step is a manifest phase; a failed step records its one-line error (its tool output stays
 in ``logs/``) and the steps that need its output are skipped, while earlier artifacts stay usable.
@@ -10,6 +10,7 @@ import json
 import lzma
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +18,13 @@ from pathlib import Path
 from capture import commands as cmd
 from capture.kernel_filter import exact_regex
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
+from capture.targets import describe, targets, windows_plan
 from capture.tools import CaptureError, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages
 from capture.workloads.params import Params
+from capture.workloads.windows import NCU_INCLUDE
+from generator.readers.nsys_sqlite import graph_summary
 from generator.run_layout import NCU_PASSES
 
 Progress = Callable[[str], None]
@@ -39,8 +43,10 @@ class RunConfig:
     include_nccl: bool = False
     ncu_set: str | None = None
     ncu_sections: tuple[str, ...] = cmd.DEFAULT_SECTIONS
-    ncu_metrics: tuple[str, ...] = ()
+    ncu_metrics: tuple[str, ...] = cmd.REPORT_METRICS
     clock_control: str = "none"
+    all_launch_configs: bool = False  # every launch configuration in every stage, not one launch per (kernel, stage)
+    overhead_runs: int = 3  # iterations timed with and without module ranges during the nsys pass
     python: str = field(default_factory=lambda: sys.executable)
 
     def __post_init__(self) -> None:
@@ -50,8 +56,11 @@ class RunConfig:
     def layout(self) -> cmd.RunLayout:
         return cmd.RunLayout(self.run_dir)
 
-    def worker(self, stages_out: Path | None = None) -> list[str]:
-        return cmd.worker_argv(self.python, self.workload, self.params, stages_out)
+    def worker(self, stages_out: Path | None = None, plan: Path | None = None) -> list[str]:
+        """The worker's argv: the nsys run writes the stages and times the module ranges, the ncu
+        run opens the profile windows of ``plan``."""
+        overhead = self.overhead_runs if stages_out else 0
+        return cmd.worker_argv(self.python, self.workload, self.params, stages_out, overhead, plan)
 
 
 def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[str, list[str], Path | None]]:
@@ -68,16 +77,23 @@ def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[s
     ]
     if ncu:
         plan += [
-            ("ncu profile", _ncu_profile(cfg, ncu, stages, "<regex of the top-N kernels' mangled names>"), None),
+            ("ncu profile", _ncu_profile(cfg, ncu, _includes(cfg, stages), "<regex of the top-N kernels' mangled names>",
+                                         None if cfg.all_launch_configs else lay.profile_plan), None),
             ("ncu export raw", cmd.ncu_export_raw(ncu, lay), lay.raw_csv()),
             ("ncu export names", cmd.ncu_export_mangled(ncu, lay), lay.names_csv()),
         ]
     return plan
 
 
-def _ncu_profile(cfg: RunConfig, ncu: str, stages: list[str], regex: str, suffix: str = "") -> list[str]:
+def _includes(cfg: RunConfig, stages: list[str]) -> list[str]:
+    """NVTX includes of the first ncu pass: the profile windows, or every stage (all launch configs)."""
+    return [f"{s}/" for s in stages] if cfg.all_launch_configs else [NCU_INCLUDE]
+
+
+def _ncu_profile(cfg: RunConfig, ncu: str, includes: list[str], regex: str, plan: Path | None,
+                 suffix: str = "") -> list[str]:
     return cmd.ncu_profile(
-        ncu, cfg.layout, cfg.worker(), stages=stages, kernel_regex=regex, sections=cfg.ncu_sections,
+        ncu, cfg.layout, cfg.worker(plan=plan), includes=includes, kernel_regex=regex, sections=cfg.ncu_sections,
         section_set=cfg.ncu_set, metrics=list(cfg.ncu_metrics), clock_control=cfg.clock_control, suffix=suffix,
     )
 
@@ -127,25 +143,54 @@ def _stats(nsys: str, lay: cmd.RunLayout, stages: list[str], man: Manifest) -> N
              "the range, while top_n attributes each kernel to the stage that launched it")
 
 
-def profiled_mangled(csv_path: Path) -> list[str]:
-    """Kernel names (mangled) of an ``ncu --page raw --csv --print-kernel-base mangled`` export."""
+def _read_csv(csv_path: Path) -> list[list[str]]:
     opener = lzma.open if csv_path.suffix == ".xz" else open
     with opener(csv_path, "rt", newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows or "Kernel Name" not in rows[0]:
         raise PhaseFailed(f"{csv_path.name}: no 'Kernel Name' column in the ncu export")
+    return rows
+
+
+def profiled_mangled(csv_path: Path) -> list[str]:
+    """Kernel names (mangled) of an ``ncu --page raw --csv --print-kernel-base mangled`` export."""
+    rows = _read_csv(csv_path)
     i = rows[0].index("Kernel Name")
     return [r[i] for r in rows[2:] if len(r) > i]  # row 1 holds units
 
 
-def coverage(top: TopN, mangled: dict[str, list[str]], profiled: set[str]) -> dict:
-    """Selected kernels vs profiled ones, matched on mangled names."""
+#: The column of ``--page raw --csv`` that holds each launch's push/pop NVTX ranges per thread.
+NVTX_PUSH_POP = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
+def profiled_launches(csv_path: Path, stages: list[str]) -> list[tuple[str, str | None]]:
+    """(mangled name, stage) per profiled launch: the stage is the default-domain push/pop range
+    of ``stages`` open at the launch (ncu prints each as ``"<default domain>:NAME:…"``)."""
+    rows = _read_csv(csv_path)
+    name = rows[0].index("Kernel Name")
+    nvtx = rows[0].index(NVTX_PUSH_POP) if NVTX_PUSH_POP in rows[0] else None
+    out = []
+    for r in rows[2:]:
+        text = r[nvtx] if nvtx is not None and len(r) > nvtx else ""
+        stage = next((s for s in stages if f'"<default domain>:{s}:' in text), None)
+        out.append((r[name], stage))
+    return out
+
+
+def coverage(top: TopN, mangled: dict[str, list[str]], launches: list[tuple[str, str | None]],
+             pairs: list[tuple[str, str]]) -> dict:
+    """Selected kernels vs profiled launches, matched on mangled names; and the (stage, kernel)
+    pairs to profile vs the stages the profiled launches ran in (stage-true metrics)."""
+    profiled = {m for m, _ in launches}
+    staged = set(launches)
+
     def missing(kernels: list) -> list[str]:
         return [k.name for k in kernels if not set(mangled.get(k.name, [])) & profiled]
 
     overall_missing = missing(top.overall)
     selected = top.selected()
     selected_missing = missing(selected)
+    pairs_missing = [[s, n] for s, n in pairs if not any((m, s) in staged for m in mangled.get(n, []))]
     return {
         "top_n": len(top.overall),
         "profiled": len(top.overall) - len(overall_missing),
@@ -153,26 +198,54 @@ def coverage(top: TopN, mangled: dict[str, list[str]], profiled: set[str]) -> di
         "selected": len(selected),
         "selected_profiled": len(selected) - len(selected_missing),
         "selected_missing": selected_missing,
+        "stage_pairs": len(pairs),
+        "stage_pairs_profiled": len(pairs) - len(pairs_missing),
+        "stage_pairs_missing": pairs_missing,
+        "profiled_launches": len(launches),
     }
 
 
-def _ncu_pass(cfg: RunConfig, ncu: str, stages: list[str], mangled: list[str], suffix: str, man: Manifest) -> set[str]:
+class _NcuProgress:
+    """Turns ncu's ``==PROF== Profiling "…"`` lines into "profiled / expected, elapsed" lines."""
+
+    def __init__(self, progress: Progress, expected: int, every_s: float = 10.0) -> None:
+        self.progress, self.expected, self.every_s = progress, expected, every_s
+        self.start = self.last = time.monotonic()
+        self.count = 0
+
+    def __call__(self, line: str) -> None:
+        if not line.startswith("==PROF== Profiling"):
+            return
+        self.count += 1
+        now = time.monotonic()
+        if now - self.last >= self.every_s or self.count == self.expected:
+            self.last = now
+            self.progress(f"ncu: {self.count} launches profiled for {self.expected} targets, {now - self.start:.0f} s")
+
+
+def _ncu_pass(cfg: RunConfig, ncu: str, stages: list[str], includes: list[str], mangled: list[str],
+              plan: Path | None, expected: int, suffix: str, man: Manifest,
+              progress: Progress) -> list[tuple[str, str | None]]:
     lay = cfg.layout
     lay.ncu_report().parent.mkdir(parents=True, exist_ok=True)
     name = f"ncu_profile{suffix}"
     with man.phase(name) as entry:
         if not mangled:
             raise PhaseFailed("the nsys export names no mangled name for the selected kernels")
-        entry["commands"] = [_ncu_profile(cfg, ncu, stages, exact_regex(mangled), suffix)]
+        entry["commands"] = [_ncu_profile(cfg, ncu, includes, exact_regex(mangled), plan, suffix)]
         man.save()
-        _tool(name, entry["commands"][0], lay)
+        counter = _NcuProgress(progress, expected)
+        result = run_logged(entry["commands"][0], lay.logs, name, on_line=counter)
+        entry["launches_profiled"] = counter.count
+        if result.returncode != 0:
+            raise PhaseFailed(f"{name} exited {result.returncode}: {result.last_error_line()} (logs/{name}.stderr)")
         if not lay.ncu_rep(suffix).is_file():
             raise PhaseFailed(f"ncu wrote no {lay.ncu_rep(suffix).name} (logs/{name}.stdout)")
     with man.phase(f"ncu_export{suffix}", [cmd.ncu_export_raw(ncu, lay, suffix), cmd.ncu_export_mangled(ncu, lay, suffix)]):
         _tool(f"ncu_export_raw{suffix}", cmd.ncu_export_raw(ncu, lay, suffix), lay, stdout_to=lay.raw_csv(suffix))
         names = lay.names_csv(suffix)
         _tool(f"ncu_export_names{suffix}", cmd.ncu_export_mangled(ncu, lay, suffix), lay, stdout_to=names)
-        return set(profiled_mangled(names))
+        return profiled_launches(names, stages)
 
 
 def capture(cfg: RunConfig, progress: Progress = print) -> Manifest:
@@ -210,9 +283,11 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
             raise PhaseFailed("nsys wrote no report.nsys-rep (logs/nsys_profile.stdout)")
         if not lay.stages_json.is_file():
             raise PhaseFailed("the workload did not finish its measured iteration (logs/nsys_profile.stderr)")
-        measured = json.loads(lay.stages_json.read_text())
+        worker = json.loads(lay.stages_json.read_text())
+        measured = worker["stages"]
         stages = [s for s in measured if not cfg.stages or s in cfg.stages]
-        man.set(stages=stages, stages_entered=measured)
+        man.set(stages=stages, stages_entered=measured, module_ranges=worker["module_ranges"],
+                module_overhead=worker["module_overhead"])
         if not stages:
             raise PhaseFailed(f"no measured stage to profile (entered: {', '.join(measured) or 'none'})")
     unknown = sorted(set(cfg.stages or ()) - set(measured))
@@ -233,18 +308,35 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
         summaries = stage_summaries(lay.sqlite, stages)
         top = select(summaries, cfg.top_n, include_nccl=cfg.include_nccl)
         mangled = mangled_names(lay.sqlite, [k.name for k in top.selected()])
-        man.set(top_n=top.as_dict(), mangled_names=mangled)
+        man.set(top_n=top.as_dict(), mangled_names=mangled,
+                cuda_graphs=graph_summary(lay.sqlite, stages).to_dict(orient="records"))
     if not ncu:
         man.skip("ncu_profile", "--skip-ncu")
         return
 
+    with man.phase("ncu_targets") as entry:
+        table = targets(lay.sqlite, top)
+        pairs = list(zip(table["stage"], table["name"]))
+        windows = windows_plan(table)
+        lay.profile_plan.write_text(json.dumps(windows.to_json(), indent=1))
+        entry["windows"] = len(windows)
+        man.set(ncu_selection="all launch configurations" if cfg.all_launch_configs
+                else "one launch per (kernel, stage): the configuration with most of the stage's time",
+                ncu_targets=describe(table),
+                ncu_collection={"metrics": list(cfg.ncu_metrics), "sections": list(cfg.ncu_sections), "set": cfg.ncu_set})
     selected = [m for k in top.selected() for m in mangled[k.name]]
-    progress(f"ncu: profiling {len(top.selected())} kernels in one model run")
-    profiled = _ncu_pass(cfg, ncu, stages, selected, "", man)
-    cov = coverage(top, mangled, profiled)
-    man.set(coverage=cov)
-    if cov["selected_missing"]:
-        missing = [m for name in cov["selected_missing"] for m in mangled[name]]
-        progress(f"ncu: second pass for {len(cov['selected_missing'])} missing kernels")
-        profiled |= _ncu_pass(cfg, ncu, stages, missing, NCU_PASSES[1], man)
-        man.set(coverage={**coverage(top, mangled, profiled), "first_pass": cov})
+    progress(f"ncu: {len(pairs)} (kernel, stage) launches of {len(top.selected())} kernels in one model run")
+    plan_file = None if cfg.all_launch_configs else lay.profile_plan
+    launches = _ncu_pass(cfg, ncu, stages, _includes(cfg, stages), selected, plan_file, len(pairs), "", man, progress)
+    cov = coverage(top, mangled, launches, pairs)
+    man.set(coverage=cov, ncu_launches=[{"kernel": m, "stage": s, "pass": 1} for m, s in launches])
+    missing = cov["stage_pairs_missing"]  # a selected kernel missing altogether misses its pairs too
+    if missing:
+        names = list(dict.fromkeys(m for _, n in missing for m in mangled[n]))
+        retry_stages = list(dict.fromkeys(s for s, _ in missing))
+        progress(f"ncu: second pass for {len(missing)} (kernel, stage) pairs the first one missed")
+        again = _ncu_pass(cfg, ncu, stages, [f"{s}/" for s in retry_stages], names, None, len(missing),
+                          NCU_PASSES[1], man, progress)
+        launches += again
+        man.set(coverage={**coverage(top, mangled, launches, pairs), "first_pass": cov},
+                ncu_launches=man.data["ncu_launches"] + [{"kernel": m, "stage": s, "pass": 2} for m, s in again])

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,15 +53,24 @@ class ToolResult:
 
 
 def run_logged(argv: list[str], logs: Path, label: str, *, stdout_to: Path | None = None,
-               env: dict[str, str] | None = None, cwd: Path | None = None) -> ToolResult:
-    """Run ``argv``; stdout → ``stdout_to`` or ``logs/label.stdout``, stderr → ``logs/label.stderr``."""
+               env: dict[str, str] | None = None, cwd: Path | None = None,
+               on_line: Callable[[str], None] | None = None) -> ToolResult:
+    """Run ``argv``; stdout → ``stdout_to`` or ``logs/label.stdout``, stderr → ``logs/label.stderr``.
+    ``on_line`` sees each stdout line as it comes (progress), which is still written in full."""
     logs.mkdir(parents=True, exist_ok=True)
     out_path = stdout_to or logs / f"{label}.stdout"
     err_path = logs / f"{label}.stderr"
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
-            code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd).returncode
+            if on_line is None:
+                code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd).returncode
+            else:
+                with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env, cwd=cwd) as proc:
+                    for line in proc.stdout:
+                        out.write(line)
+                        on_line(line.decode(errors="replace"))
+                code = proc.returncode
         except OSError as exc:
             err.write(f"{exc}\n".encode())
             code = 127

@@ -206,6 +206,13 @@ DISPLAY_METRICS: tuple[DisplayMetric, ...] = (
 )
 DISPLAY: dict[str, DisplayMetric] = {m.key: m for m in DISPLAY_METRICS}
 
+def ncu_metric_names() -> list[str]:
+    """Every raw ncu metric the table can read, in table order: what a capture asks ncu for
+    (``--metrics``) so that the report has all it uses and ncu replays no more than needed."""
+    names = [n for m in CANONICAL_METRICS for n in (*m.ncu_metrics, *(x for f in m.ncu_formulas for x in f.metrics()))]
+    names += [n for path in TENSOR_DATAPATHS for n in (path.ops, *path.dense_peaks)]
+    return list(dict.fromkeys(names))
+
 #: A raw ncu metric as (value text or number, unit text), or None when the input lacks it.
 RawLookup = Callable[[str], "tuple[str | float, str] | None"]
 #: A `--page details` metric by (section display name, metric display name).

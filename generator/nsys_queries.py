@@ -229,3 +229,124 @@ SELECT i.stage, i.device, sum(i.launches) AS launches, sum(i.kernel_ns) AS kerne
 FROM inst AS i LEFT JOIN med AS m ON m.stage = i.stage AND m.device = i.device
 GROUP BY i.stage, i.device
 """
+
+# --- CUDA graphs ---------------------------------------------------------------------------------
+# With ``nsys --cuda-graph-trace=node`` each replayed kernel is a CUPTI_ACTIVITY_KIND_KERNEL row with
+# ``graphNodeId`` set and the correlationId of its ``cudaGraphLaunch`` call, so the stage of the
+# launch call is the stage of every kernel the replay ran (KERNELS_IN_STAGES needs nothing more).
+# With the default ``--cuda-graph-trace=graph`` a replay is one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row
+# (start, end, correlationId) and its kernels are not in the export.
+
+GRAPH_LAUNCH_API = "cudaGraphLaunch"
+
+
+def graph_stage_summary(node_column: bool, graph_trace: bool) -> str:
+    """Per stage (of temp.stage_calls): graph launch calls, kernels run inside graphs and their GPU
+    time, all kernel time, and whole-graph rows (launches, GPU time) where the file has them."""
+    node = "k.graphNodeId IS NOT NULL" if node_column else "0"
+    trace = """
+    SELECT c.stage, count(*) AS n, sum(g.end - g.start) AS ns FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g
+    JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24 GROUP BY c.stage""" \
+        if graph_trace else "SELECT NULL AS stage, 0 AS n, 0 AS ns WHERE 0"
+    return f"""
+WITH launches AS (
+    SELECT c.stage, count(*) AS n FROM temp.stage_calls AS c
+    JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = c.corr AND r.globalTid >> 24 = c.pid
+    JOIN StringIds AS s ON s.id = r.nameId
+    WHERE s.value = '{GRAPH_LAUNCH_API}' OR s.value LIKE '{GRAPH_LAUNCH_API}\\_v%' ESCAPE '\\'
+    GROUP BY c.stage
+), kernels AS (
+    SELECT c.stage, sum({node}) AS node_n, sum(CASE WHEN {node} THEN k.end - k.start ELSE 0 END) AS node_ns,
+           count(*) AS n, sum(k.end - k.start) AS ns
+    FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+    JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
+    GROUP BY c.stage
+), trace AS ({trace}
+)
+SELECT w.stage, coalesce(l.n, 0), coalesce(k.node_n, 0), coalesce(k.node_ns, 0), coalesce(k.n, 0),
+       coalesce(k.ns, 0), coalesce(t.n, 0), coalesce(t.ns, 0)
+FROM temp.wanted AS w LEFT JOIN launches AS l ON l.stage = w.stage LEFT JOIN kernels AS k ON k.stage = w.stage
+LEFT JOIN trace AS t ON t.stage = w.stage
+ORDER BY w.idx
+"""
+
+
+# --- NVTX module ranges (capture --module-depth) ---------------------------------------------------
+
+
+def create_module_ranges(domain: str) -> str:
+    """temp.module_ranges: push/pop ranges of the NVTX domain ``domain`` (bind its name as the one
+    parameter) per thread, with ``occurrence``: how many ranges of that name the thread had opened
+    up to and including this one."""
+    return f"""
+CREATE TEMP TABLE module_ranges AS
+WITH {_DOMAINS}
+SELECT ne.globalTid AS tid, ne.start AS start, ne.end AS end, {_NAME} AS name,
+       row_number() OVER (PARTITION BY ne.globalTid, {_NAME} ORDER BY ne.start) AS occurrence
+FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL AND dom.name = ?
+"""
+
+
+INDEX_MODULE_RANGES = "CREATE INDEX temp.module_ranges_at ON module_ranges (tid, start)"
+#: The innermost module range open at time ? on thread ? (name, occurrence), if any.
+INNERMOST_MODULE = """
+SELECT name, occurrence FROM temp.module_ranges WHERE tid = :tid AND start <= :t AND end >= :t
+ORDER BY start DESC LIMIT 1"""
+#: Module ranges of thread ? that ended in [?, ?] (the calls a gap between modules follows).
+MODULES_ENDED = "SELECT count(*) FROM temp.module_ranges WHERE tid = :tid AND end >= :since AND end <= :t"
+
+
+def representative_launches(node_column: bool) -> str:
+    """Per (stage, kernel) of temp.wanted_names: the launch configuration carrying most of the
+    stage's time for that kernel and the first launch with it (its call's thread and time, stage
+    instance, graph node). Configuration = grid, block, static + dynamic shared memory."""
+    node = "k.graphNodeId" if node_column else "NULL"
+    return f"""
+WITH l AS (
+    SELECT c.stage AS stage, c.idx AS idx, c.inst AS inst, c.corr AS corr, c.pid AS pid,
+           k.demangledName AS name, k.gridX AS gx, k.gridY AS gy, k.gridZ AS gz, k.blockX AS bx,
+           k.blockY AS by, k.blockZ AS bz, k.staticSharedMemory + k.dynamicSharedMemory AS smem,
+           k.end - k.start AS d, k.start AS kstart, {node} AS node
+    FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+    JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
+    WHERE k.demangledName IN (SELECT id FROM temp.wanted_names)
+), cfg AS (
+    SELECT stage, idx, name, gx, gy, gz, bx, by, bz, smem, sum(d) AS cfg_ns, count(*) AS cfg_n,
+           min(kstart) AS first_start
+    FROM l GROUP BY stage, idx, name, gx, gy, gz, bx, by, bz, smem
+), tot AS (
+    SELECT stage, name, sum(cfg_ns) AS ns, sum(cfg_n) AS n, count(*) AS configs FROM cfg GROUP BY stage, name
+), best AS (
+    SELECT *, row_number() OVER (PARTITION BY stage, name ORDER BY cfg_ns DESC, cfg_n DESC, first_start) AS rk
+    FROM cfg
+)
+SELECT b.stage, b.idx, b.name, b.gx, b.gy, b.gz, b.bx, b.by, b.bz, b.smem, b.cfg_ns, b.cfg_n,
+       t.ns, t.n, t.configs, l.inst, r.globalTid, r.start, l.node
+FROM best AS b
+JOIN tot AS t ON t.stage = b.stage AND t.name = b.name
+JOIN l ON l.stage = b.stage AND l.name = b.name AND l.kstart = b.first_start
+JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = l.corr AND r.globalTid >> 24 = l.pid
+WHERE b.rk = 1
+GROUP BY b.stage, b.name
+ORDER BY b.idx, b.cfg_ns DESC
+"""
+
+#: Per graph node that ran a kernel: the node its instantiation cloned (``originalGraphNodeId``;
+#: the node itself when not a clone) and the innermost module range open on the thread when that
+#: node was created, i.e. when the kernel launch was captured into the graph (NULL: none open).
+GRAPH_NODE_MODULES = """
+WITH nodes AS (
+    SELECT DISTINCT graphNodeId AS node FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL
+), origin AS (
+    SELECT n.node AS node, coalesce(max(e.originalGraphNodeId), n.node) AS original
+    FROM nodes AS n LEFT JOIN CUDA_GRAPH_NODE_EVENTS AS e ON e.graphNodeId = n.node GROUP BY n.node
+), created AS (
+    SELECT o.node AS node, o.original AS original, min(c.start) AS t, min(c.globalTid) AS tid
+    FROM origin AS o JOIN CUDA_GRAPH_NODE_EVENTS AS c ON c.graphNodeId = o.original GROUP BY o.node
+)
+SELECT c.node, c.original, (SELECT m.name FROM temp.module_ranges AS m
+                            WHERE m.tid = c.tid AND m.start <= c.t AND m.end >= c.t
+                            ORDER BY m.start DESC LIMIT 1) AS module
+FROM created AS c ORDER BY c.node
+"""

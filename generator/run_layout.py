@@ -3,7 +3,7 @@
 ::
 
     manifest.json                 stages in order, GPU, versions, commands, top-N, coverage
-    logs/                         every tool's stdout/stderr, stages.json, ncu_kernels_mangled*.csv
+    logs/                         every tool's stdout/stderr, stages.json, ncu_plan.json, ncu_kernels_mangled*.csv
     nsys/report.nsys-rep          nsys profile
     nsys/report.sqlite            its SQLite export
     nsys/stats/<stage>_<report>.csv  nsys stats CSVs
@@ -25,6 +25,12 @@ NCU_REPORT = "ncu/report{suffix}.ncu-rep"
 NCU_RAW_CSV = "ncu/raw{suffix}.csv"
 #: The nsys stats report whose per-stage CSVs the capture writes (``<stage>_cuda_gpu_kern_sum.csv``).
 NSYS_STATS_REPORT = "cuda_gpu_kern_sum"
+#: NVTX domains the capture's worker writes besides the stage ranges (default domain): module ranges
+#: (``<root>.<path> [<Class>]``, :mod:`capture.workloads.modules`) and the ncu profile windows.
+#: Neither is a stage: readers take the stage from the other domains.
+MODULE_NVTX_DOMAIN = "kr.modules"
+PROFILE_NVTX_DOMAIN = "kr.profile"
+CAPTURE_NVTX_DOMAINS: tuple[str, ...] = (MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN)
 #: ncu passes, in order: the first over the selected kernels, the retry over those it missed.
 NCU_PASSES: tuple[str, ...] = ("", "-retry")
 XZ = ".xz"
@@ -92,3 +98,8 @@ class RunLayout:
     @property
     def stages_json(self) -> Path:
         return self.logs / "stages.json"
+
+    @property
+    def profile_plan(self) -> Path:
+        """The ncu profile windows the worker opens (JSON, capture.workloads.windows.Plan)."""
+        return self.logs / "ncu_plan.json"

@@ -25,9 +25,22 @@ def test_worker_argv_lists_only_non_default_params() -> None:
     ]
 
 
+def test_worker_argv_of_the_nsys_and_ncu_runs() -> None:
+    params = Params(cuda_graph=True, module_depth=3)
+    assert cmd.worker_argv("/py", "llm-decode", params, RUN / "logs/stages.json", 3) == [
+        "/py", "-m", "capture.worker", "--workload", "llm-decode", "--cuda-graph", "--module-depth", "3",
+        "--stages-out", "/runs/r1/logs/stages.json", "--overhead-runs", "3",
+    ]
+    cfg = RunConfig(workload="llm-decode", params=params, run_dir=RUN, python="/py")
+    assert cfg.worker(plan=LAY.profile_plan) == [
+        "/py", "-m", "capture.worker", "--workload", "llm-decode", "--cuda-graph", "--module-depth", "3",
+        "--profile-plan", "/runs/r1/logs/ncu_plan.json",
+    ]
+
+
 def test_nsys_commands() -> None:
     assert cmd.nsys_profile("nsys", LAY, WORKER) == [
-        "nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
+        "nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--cuda-graph-trace=node",
         "-o", "/runs/r1/nsys/report", *WORKER,
     ]
     assert cmd.nsys_export("nsys", LAY) == [
@@ -45,11 +58,11 @@ def test_nsys_commands() -> None:
 
 
 def test_ncu_profile_one_run_for_all_stages_and_kernels() -> None:
-    argv = cmd.ncu_profile("ncu", LAY, WORKER, stages=["prefill", "decode"], kernel_regex="^(_Z1a|_Z1b)$",
+    argv = cmd.ncu_profile("ncu", LAY, WORKER, includes=["kr.profile@target/"], kernel_regex="^(_Z1a|_Z1b)$",
                            sections=("SpeedOfLight", "Occupancy"), section_set="full", metrics=["m1", "m2"])
     assert argv == [
         "ncu", "--clock-control", "none", "--target-processes", "all", "--nvtx",
-        "--nvtx-include", "prefill/", "--nvtx-include", "decode/",
+        "--nvtx-include", "kr.profile@target/", "--graph-profiling", "node",
         "--kernel-name-base", "mangled", "--kernel-name", "regex:^(_Z1a|_Z1b)$",
         "--filter-mode", "per-launch-config", "--launch-count", "1",
         "--set", "full", "--section", "SpeedOfLight", "--section", "Occupancy", "--metrics", "m1,m2",
@@ -57,17 +70,25 @@ def test_ncu_profile_one_run_for_all_stages_and_kernels() -> None:
     ]
 
 
+def test_ncu_collects_the_report_metrics_and_speed_of_light() -> None:
+    """--metrics lists every raw metric the canonical table reads, so the report lacks none of them."""
+    from generator.metric_table import CANONICAL_METRICS, TENSOR_DATAPATHS
+
+    assert cmd.DEFAULT_SECTIONS == ("SpeedOfLight",)
+    for metric in CANONICAL_METRICS:
+        for name in [*metric.ncu_metrics, *(n for f in metric.ncu_formulas for n in f.metrics())]:
+            assert name in cmd.REPORT_METRICS, (metric.name, name)
+    assert {p.ops for p in TENSOR_DATAPATHS} <= set(cmd.REPORT_METRICS)
+    assert len(cmd.REPORT_METRICS) == len(set(cmd.REPORT_METRICS)) == 66
+
+
 def test_ncu_exports() -> None:
-    assert cmd.ncu_export_raw("ncu", LAY) == ["ncu", "--import", "/runs/r1/ncu/report.ncu-rep", "--csv", "--page", "raw"]
+    assert cmd.ncu_export_raw("ncu", LAY) == ["ncu", "--import", "/runs/r1/ncu/report.ncu-rep", "--csv", "--page", "raw",
+                                              "--print-units", "base"]
     assert cmd.ncu_export_mangled("ncu", LAY, "-retry") == [
         "ncu", "--import", "/runs/r1/ncu/report-retry.ncu-rep", "--csv", "--page", "raw",
         "--print-kernel-base", "mangled", "--metrics", "gpu__time_duration.sum",
     ]
-
-
-def test_default_sections_cover_the_roofline_and_tensor_roofline() -> None:
-    assert "SpeedOfLight_HierarchicalTensorRooflineChart" in cmd.DEFAULT_SECTIONS
-    assert len(set(cmd.DEFAULT_SECTIONS)) == 9
 
 
 def test_plan_uses_preset_stages_in_order() -> None:
@@ -88,17 +109,24 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     assert lines[0] == f"# run directory: {tmp_path / 'g'}"
     commands = [shlex.split(line.split(" > ")[0]) for line in lines if not line.startswith("#")]
     profile = commands[0]
-    assert profile[:7] == ["/opt/nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
-                           "-o", str(tmp_path / "g/nsys/report")]
-    assert profile[8:] == ["-m", "capture.worker", "--workload", "gemm", "--m", "1024",
-                           "--stages-out", str(tmp_path / "g/logs/stages.json")]
+    assert profile[:8] == ["/opt/nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
+                           "--cuda-graph-trace=node", "-o", str(tmp_path / "g/nsys/report")]
+    assert profile[9:] == ["-m", "capture.worker", "--workload", "gemm", "--m", "1024",
+                           "--stages-out", str(tmp_path / "g/logs/stages.json"), "--overhead-runs", "3"]
     assert ["/opt/nsys", "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "--output",
             str(tmp_path / "g/nsys/stats/gemm"), "--filter-nvtx", "gemm",
             str(tmp_path / "g/nsys/report.sqlite")] in commands
     ncu = next(c for c in commands if c[0] == "/opt/ncu" and "-o" in c)
-    assert ncu[ncu.index("--nvtx-include") + 1] == "gemm/"
+    assert ncu[ncu.index("--nvtx-include") + 1] == "kr.profile@target/"  # the profile windows
     assert ncu[ncu.index("--set") + 1] == "full"
-    assert lines[-3] == f"/opt/ncu --import {tmp_path}/g/ncu/report.ncu-rep --csv --page raw > {tmp_path}/g/ncu/raw.csv"
+    assert ncu[-2:] == ["--profile-plan", str(tmp_path / "g/logs/ncu_plan.json")]
+    every = cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
+                      "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--all-launch-configs"])
+    assert every == 0
+    ncu = next(shlex.split(line) for line in capsys.readouterr().out.splitlines() if line.startswith("/opt/ncu") and " -o " in line)
+    assert ncu[ncu.index("--nvtx-include") + 1] == "gemm/" and "--profile-plan" not in ncu
+    assert lines[-3] == (f"/opt/ncu --import {tmp_path}/g/ncu/report.ncu-rep --csv --page raw --print-units base "
+                         f"> {tmp_path}/g/ncu/raw.csv")
     assert not (tmp_path / "g").exists()  # a dry run writes nothing
 
 

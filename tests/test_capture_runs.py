@@ -11,23 +11,31 @@ from pathlib import Path
 import pytest
 import yaml
 
-from capture.run import coverage, profiled_mangled
+from capture.run import coverage, profiled_launches
+from capture.targets import describe, targets, windows_plan
 from capture.topn import mangled_names, select, stage_summaries
+from generator.run_layout import NCU_PASSES
 
 ROOT = Path(__file__).parent.parent
 VIT = ROOT / "examples" / "runs" / "vit-sweep"
+#: Runs whose ncu pass profiled one launch per (kernel, stage) through profile windows.
+STAGE_TRUE = [ROOT / "examples" / "runs" / n for n in ("ocr-vlm-eager-v2", "llm-decode-eager", "llm-decode-graph")]
 RUNS = [ROOT / "examples" / "runs" / "ocr-vlm-eager", ROOT / "examples" / "runs" / "ocr-vlm-sdpa",
         ROOT / "examples" / "runs" / "llm-decode-small",
-        *sorted(p.parent for p in VIT.glob("*/manifest.json")), ROOT / "tests" / "data" / "gemm"]
+        *sorted(p.parent for p in VIT.glob("*/manifest.json")), ROOT / "tests" / "data" / "gemm", *STAGE_TRUE]
 
 
 def manifest(run: Path) -> dict:
     return json.loads((run / "manifest.json").read_text())
 
 
-def names_csv(run: Path) -> Path:
-    plain = run / "logs" / "ncu_kernels_mangled.csv"
-    return plain if plain.is_file() else plain.with_suffix(".csv.xz")
+def names_csvs(run: Path) -> list[Path]:
+    """The mangled-name exports of every ncu pass the run made."""
+    found = []
+    for suffix in NCU_PASSES:
+        plain = run / "logs" / f"ncu_kernels_mangled{suffix}.csv"
+        found += [p for p in (plain, plain.with_suffix(".csv.xz")) if p.is_file()]
+    return found
 
 
 def kernels(items: list[dict]) -> list[tuple]:
@@ -48,10 +56,29 @@ def test_manifest_top_n_and_coverage_recompute(run: Path) -> None:
         assert kernels(man["top_n"]["stages"][stage]) == kernels(ours["stages"][stage])
     names = [k.name for k in top.selected()]
     assert mangled_names(sqlite, names) == man["mangled_names"]
-    recomputed = coverage(top, man["mangled_names"], set(profiled_mangled(names_csv(run))))
-    assert recomputed == {k: v for k, v in man["coverage"].items() if k != "first_pass"}
+    launches = [launch for path in names_csvs(run) for launch in profiled_launches(path, man["stages"])]
+    pairs = [(t["stage"], t["kernel"]) for t in man.get("ncu_targets", [])]
+    recomputed = coverage(top, man["mangled_names"], launches, pairs)
+    assert {k: recomputed[k] for k in man["coverage"] if k != "first_pass"} == \
+        {k: v for k, v in man["coverage"].items() if k != "first_pass"}
     assert man["coverage"]["profiled"] == man["coverage"]["top_n"] == len(top.overall)
     assert man["coverage"]["selected_missing"] == []
+
+
+@pytest.mark.parametrize("run", STAGE_TRUE, ids=lambda p: p.name)
+def test_stage_true_targets_and_windows_recompute(run: Path) -> None:
+    """The (kernel, stage) targets, their windows and the stage of every profiled launch follow from
+    the run's own files; every target has a profiled launch from its own stage."""
+    man = manifest(run)
+    sqlite = run / "nsys" / "report.sqlite.xz"
+    top = select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"])
+    table = targets(sqlite, top)
+    assert describe(table) == man["ncu_targets"]
+    assert windows_plan(table).to_json() == json.loads((run / "logs" / "ncu_plan.json").read_text())
+    passes = [profiled_launches(path, man["stages"]) for path in names_csvs(run)]
+    assert man["ncu_launches"] == [{"kernel": m, "stage": s, "pass": i} for i, p in enumerate(passes, 1) for m, s in p]
+    assert man["coverage"]["stage_pairs"] == man["coverage"]["stage_pairs_profiled"] == len(table)
+    assert all(launch["stage"] in man["stages"] for launch in man["ncu_launches"])
 
 
 # What `nsys stats --filter-nvtx STAGE` counts: kernels whose GPU execution overlaps the range's
@@ -64,7 +91,7 @@ GROUP BY d.value
 """
 
 
-@pytest.mark.parametrize("run", [RUNS[0], RUNS[-1]], ids=lambda p: p.name)
+@pytest.mark.parametrize("run", [RUNS[0], ROOT / "tests" / "data" / "gemm"], ids=lambda p: p.name)
 def test_nsys_stage_csvs_count_gpu_time_not_launches(run: Path, tmp_path: Path) -> None:
     man = manifest(run)
     plain = tmp_path / "report.sqlite"
@@ -120,3 +147,21 @@ def test_gemm_tensor_flop_is_2mnk() -> None:
     value = dict(zip(header, row))
     assert value["Kernel Name"] == man["top_n"]["all"][0]["name"]
     assert int(value["sm__ops_path_tensor_src_bf16_dst_fp32.sum"].replace(",", "")) == 2 * 4096**3
+
+
+def test_generator_reads_every_ncu_pass_of_a_run(tmp_path: Path) -> None:
+    """The retry pass (ncu/report-retry.ncu-rep) is read with the first: every profiled launch of the
+    manifest is among the version's kernel metrics, with the stage the capture recorded."""
+    from generator.pipeline.config import load_report
+    from generator.pipeline.inputs import InputCache, version_inputs
+
+    run = ROOT / "examples" / "runs" / "ocr-vlm-eager-v2"
+    report = tmp_path / "report.yaml"
+    report.write_text(yaml.safe_dump({"id": "r", "title": {"en": "r", "zh": "r"}, "versions": [
+        {"id": "v1", "title": {"en": "v1", "zh": "v1"}, "date": "2026-11-22", "runs": [str(run)]}]}))
+    with InputCache() as cache:
+        metrics = version_inputs(load_report(report).versions[0], cache, report, 0).kernel_metrics
+    man = manifest(run)
+    assert len(metrics) == man["coverage"]["profiled_launches"] == 146
+    assert [launch["pass"] for launch in man["ncu_launches"]].count(2) == 2
+    assert sorted(metrics["stage"]) == sorted(launch["stage"] for launch in man["ncu_launches"])

@@ -26,7 +26,7 @@ def test_preset_runs_on_cpu_with_stages_in_order(name: str) -> None:
     seen: list[str] = []
     stages.add_hook(seen.append)  # every stage() call outside warm-up, through the public hook
     try:
-        entered = worker.run(name, TINY[name])
+        entered = worker.run(name, TINY[name])["stages"]
     finally:
         stages.remove_hook(seen.append)
     assert entered == list(declared_stages(name))
@@ -68,7 +68,7 @@ def test_user_workload_module_function(tmp_path: Path, monkeypatch: pytest.Monke
         "    return it\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert worker.run("my_wl:build", Params(device="cpu")) == ["encode", "head"]
+    assert worker.run("my_wl:build", Params(device="cpu"))["stages"] == ["encode", "head"]
     assert declared_stages("my_wl:build") is None
     with pytest.raises(WorkloadError, match="no callable"):
         resolve("my_wl:nothing")
@@ -84,7 +84,9 @@ def test_worker_process_writes_stages(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text()) == ["gemm"]
+    written = json.loads(out.read_text())
+    assert written["stages"] == ["gemm"]
+    assert written["module_ranges"]["depth"] == 5 and written["module_overhead"] is None
     bad = subprocess.run([sys.executable, "-m", "capture.worker", "--workload", "ocr-vlm", "--model", "/x", "--device", "cpu"],
                          capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("capture.worker: ocr-vlm builds its own")
@@ -101,7 +103,8 @@ def test_model_directory_with_real_weights(tmp_path: Path) -> None:
     ViTForImageClassification(ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                         intermediate_size=64, image_size=32, patch_size=8)).save_pretrained(tmp_path / "vit")
     common = {"device": "cpu", "dtype": "float32", "warmup": 0}
-    assert worker.run("llm-decode", Params(model=str(tmp_path / "llm"), prompt_len=3, new_tokens=2, **common)) == ["prefill", "decode"]
-    assert worker.run("vit", Params(model=str(tmp_path / "vit"), **common)) == ["vit"]
+    llm = Params(model=str(tmp_path / "llm"), prompt_len=3, new_tokens=2, **common)
+    assert worker.run("llm-decode", llm)["stages"] == ["prefill", "decode"]
+    assert worker.run("vit", Params(model=str(tmp_path / "vit"), **common))["stages"] == ["vit"]
     with pytest.raises(ValueError, match="takes no --model"):
         resolve("gemm")(Params(model=str(tmp_path / "llm"), **common))

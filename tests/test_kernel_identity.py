@@ -84,8 +84,10 @@ def test_ncu_demangled_function_mangled_and_simplified_agree(path, tmp_path):
         assert identity(function).function == full.function and identity(function).agrees(full)
         if mangled:
             assert identity(mangled) == full, demangled
-    # a capture run's CSVs list the report's launches by ID: simplified and mangled names
-    for csv_path in (path.parent / "raw.csv.xz", *path.parent.parent.glob("logs/ncu_kernels_mangled.csv*")):
+    # a capture run's CSVs of the same ncu pass (report<suffix>: raw<suffix>.csv, ncu_kernels_mangled<suffix>.csv)
+    # list the report's launches by ID: simplified and mangled names
+    suffix = path.name.split(".")[0].removeprefix("report")
+    for csv_path in (*path.parent.glob(f"raw{suffix}.csv*"), *path.parent.parent.glob(f"logs/ncu_kernels_mangled{suffix}.csv*")):
         if csv_path.is_file():
             rows = _csv_rows(csv_path)
             header = rows[0]

@@ -1,11 +1,15 @@
-"""``llm-decode``: a Llama-style dense decoder with GQA, stages ``prefill`` and ``decode``."""
+"""``llm-decode``: a Llama-style dense decoder with GQA, stages ``prefill`` and ``decode``.
+
+``--cuda-graph`` decodes over a static KV cache with the decode step replayed as one CUDA graph
+(:class:`capture.workloads.generate.GraphedDecoder`); without it every step is launched eagerly.
+"""
 from __future__ import annotations
 
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from capture.workloads import Iteration
-from capture.workloads.generate import prefill_and_decode
+from capture.workloads.generate import GraphedDecoder, prefill_and_decode
 from capture.workloads.params import Params
 
 
@@ -30,6 +34,8 @@ def build(params: Params) -> Iteration:
     gen = torch.Generator(device=params.device).manual_seed(params.seed)
     ids = torch.randint(0, model.config.vocab_size, (params.batch, params.prompt_len), device=params.device, generator=gen)
     embeds = model.get_input_embeddings()(ids)
+    if params.cuda_graph:
+        return GraphedDecoder(model, embeds, params.new_tokens)
 
     def iteration() -> None:
         prefill_and_decode(model, embeds, params.new_tokens)

@@ -23,6 +23,8 @@ class Params:
     model: str | None = None
     warmup: int = 1
     seed: int = 0
+    cuda_graph: bool = False
+    module_depth: int | None = None
 
     def torch_dtype(self):  # -> torch.dtype
         import torch
@@ -48,6 +50,9 @@ _HELP = {
     "model": "local Hugging Face model directory (real weights) instead of random ones",
     "warmup": "warm-up iterations before the measured one (outside stage ranges)",
     "seed": "random seed",
+    "cuda_graph": "llm-decode: static KV cache, the decode step captured once as a CUDA graph and replayed",
+    "module_depth": "NVTX ranges around nn.Module forwards down to this depth of the module tree "
+                    "(default: 5 for presets, 0 for module:function; 0 = off)",
 }
 
 
@@ -56,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("workload parameters")
     for f in fields(Params):
         flag = "--" + f.name.replace("_", "-")
+        if f.type == "bool":
+            group.add_argument(flag, dest=f.name, action="store_true", help=_HELP[f.name])
+            continue
         kind = int if f.type in ("int", "int | None") else str
         extra = {"choices": ["eager", "sdpa"]} if f.name == "attn_impl" else {}
         group.add_argument(flag, dest=f.name, type=kind, default=f.default, help=_HELP[f.name], **extra)
@@ -71,5 +79,6 @@ def to_argv(params: Params) -> list[str]:
     for f in fields(Params):
         value = getattr(params, f.name)
         if value != f.default:
-            argv += ["--" + f.name.replace("_", "-"), str(value)]
+            flag = "--" + f.name.replace("_", "-")
+            argv += [flag] if f.type == "bool" else [flag, str(value)]
     return argv

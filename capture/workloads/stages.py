@@ -2,15 +2,19 @@
 
 ``stage(name)`` pushes an NVTX range (the ``nvtx`` package, else ``torch.cuda.nvtx``) and tells
 every registered hook. While ``quiet()`` is active (warm-up iterations) stages emit nothing, so
-only the measured iteration carries stage ranges.
+only the measured iteration carries stage ranges. ``timed()`` measures each stage's wall time
+(the module-range overhead runs use it).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _hooks: list[Callable[[str], None]] = []
+_exit_hooks: list[Callable[[str], None]] = []
 _quiet = 0
+_timer: tuple[dict[str, float], Callable[[], None]] | None = None
 
 
 def _nvtx_backend() -> tuple[str, Callable[[str], object], Callable[[], object]]:
@@ -37,6 +41,15 @@ def remove_hook(hook: Callable[[str], None]) -> None:
     _hooks.remove(hook)
 
 
+def add_exit_hook(hook: Callable[[str], None]) -> None:
+    """Call ``hook(name)`` each time a stage range is about to close (not during ``quiet()``)."""
+    _exit_hooks.append(hook)
+
+
+def remove_exit_hook(hook: Callable[[str], None]) -> None:
+    _exit_hooks.remove(hook)
+
+
 @contextmanager
 def range_(name: str) -> Iterator[None]:
     """A plain NVTX range (not a stage), e.g. ``warmup``."""
@@ -50,13 +63,42 @@ def range_(name: str) -> Iterator[None]:
 @contextmanager
 def stage(name: str) -> Iterator[None]:
     """Run the block inside the NVTX range ``name`` (a measured stage)."""
-    if _quiet:
+    with _timed(name):
+        if _quiet:
+            yield
+            return
+        for hook in _hooks:
+            hook(name)
+        with range_(name):
+            try:
+                yield
+            finally:
+                for hook in _exit_hooks:
+                    hook(name)
+
+
+@contextmanager
+def _timed(name: str) -> Iterator[None]:
+    if _timer is None:
         yield
         return
-    for hook in _hooks:
-        hook(name)
-    with range_(name):
-        yield
+    seconds, synchronize = _timer
+    synchronize()
+    start = time.perf_counter()
+    yield
+    synchronize()
+    seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+@contextmanager
+def timed(seconds: dict[str, float], synchronize: Callable[[], None]) -> Iterator[dict[str, float]]:
+    """Add each stage's wall time (``synchronize()`` at both ends) to ``seconds`` while inside."""
+    global _timer
+    _timer = (seconds, synchronize)
+    try:
+        yield seconds
+    finally:
+        _timer = None
 
 
 @contextmanager

@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_ANON = re.compile(r"\(anonymous namespace\)|<unnamed>|(?<![\w<])unnamed>(?=::)")
+#: ``ns::<unnamed>::`` (full) and ncu's cut ``unnamed>::`` — also right after a template's ``<``, as in
+#: ``CatArrayBatchedCopy<unnamed>::OpaqueType<2>, …>`` where the ``<`` opens the arguments.
+_ANON = re.compile(r"\(anonymous namespace\)|(?<!\w)<unnamed>|(?<!\w)unnamed>(?=::)")
 _LAMBDA_NSYS = re.compile(r"\[?lambda\((.*?)\) \(instance (\d+)\)\]")
 _LAMBDA_GCC = re.compile(r"\{lambda\((.*?)\)#(\d+)\}")
 #: a C-style cast of a literal: `(int)4`, `(unsigned long)2`, `(cute::SM90::GMMA::Major)0`

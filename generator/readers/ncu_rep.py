@@ -17,6 +17,7 @@ from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES, TENSOR_DATAPATH_COLUMN, resolve
 from generator.model import KERNEL_METRICS_ID_COLUMNS, Dataset, GpuInfo, Provenance
 from generator.readers.base import sha256_of
+from generator.run_layout import CAPTURE_NVTX_DOMAINS
 
 MAGIC = b"NVR\x00"
 _VERSION = re.compile(rb"(\d{4}\.\d+\.\d+)\.\d+ \(build \d+\)")
@@ -144,13 +145,14 @@ def nvtx_identity(push_pop: list[tuple[str, list[str]]], start_end: list[tuple[s
                   ) -> tuple[str | None, str | None, list[str]]:
     """(stage, NVTX text, every range name) from (domain, ranges outer → inner) pairs.
 
-    The stage is the innermost push/pop range, else the last start/end range; the text reads
-    "<domain>:outer/inner", one part per domain and kind, joined by "; ".
+    The stage is the innermost push/pop range, else the last start/end range, of the domains other
+    than the capture's module and profile-window domains (run_layout.CAPTURE_NVTX_DOMAINS); the
+    text reads "<domain>:outer/inner", one part per domain and kind, joined by "; ".
     """
     parts = [(domain, ranges) for domain, ranges in push_pop + start_end if ranges]
     names = [name for _, ranges in parts for name in ranges]
-    nested = [ranges[-1] for _, ranges in push_pop if ranges]
-    ends = [ranges[-1] for _, ranges in start_end if ranges]
+    nested = [ranges[-1] for domain, ranges in push_pop if ranges and domain not in CAPTURE_NVTX_DOMAINS]
+    ends = [ranges[-1] for domain, ranges in start_end if ranges and domain not in CAPTURE_NVTX_DOMAINS]
     stage = nested[-1] if nested else ends[-1] if ends else None
     text = "; ".join(f"{domain}:{'/'.join(ranges)}" for domain, ranges in parts) or None
     return stage, text, names

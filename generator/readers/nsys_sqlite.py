@@ -33,6 +33,31 @@ from generator.readers.sqlite_file import connect_readonly
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+GRAPH_NODE_TABLE = "CUDA_GRAPH_NODE_EVENTS"
+
+#: Per stage, what ran inside CUDA graphs (:func:`graph_summary`; ns, counts as int).
+GRAPH_COLUMNS: list[str] = [
+    "stage",
+    "graph_launches",  # cudaGraphLaunch calls in the stage (replays)
+    "graph_kernel_launches",  # kernels that ran as graph nodes (node-level trace)
+    "graph_kernel_ns",  # their GPU time
+    "kernel_launches",  # all kernels of the stage
+    "kernel_ns",  # their GPU time
+    "whole_graph_launches",  # replays traced as whole graphs (no kernels known)
+    "whole_graph_ns",  # their GPU time
+]
+
+#: Per (stage, kernel): the launch ncu should profile (:func:`representative_launches`).
+REPRESENTATIVE_COLUMNS: list[str] = [
+    "stage", "name", "grid", "block", "shared_mem_bytes",
+    "config_ns", "config_launches",  # GPU time and launches of that configuration in the stage
+    "stage_ns", "stage_launches", "configs",  # the kernel's time, launches and configurations in the stage
+    "instance",  # which merged instance of the stage range the launch is in (1-based)
+    "module", "occurrence",  # innermost module range at the launch call and how many of its name opened so far
+    "modules_ended",  # without a module: module ranges that ended in the stage instance before the call
+    "graph_node",  # graph node id when the launch is a CUDA graph replay's kernel
+]
 
 #: Per (stage, device) GPU timeline figures of :func:`stage_timeline` (ns; counts as int).
 TIMELINE_COLUMNS: list[str] = [
@@ -163,7 +188,7 @@ def _kernel_summary(cap: _Capture, stages: Sequence[str] | None) -> pd.DataFrame
     frame = pd.concat(parts, ignore_index=True)
     for stage in named:
         if not (frame["grp"] == stage).any():
-            raise InputError(cap.path, f"NVTX range {stage!r} contains no kernel launches")
+            raise InputError(cap.path, _no_kernels(cap, stage))
     names = cap.strings([*frame["key"], *frame["aux"]])
     frame["stage"] = frame.pop("grp")
     frame["name"] = [names.get(int(k)) for k in frame.pop("key")]
@@ -172,6 +197,20 @@ def _kernel_summary(cap: _Capture, stages: Sequence[str] | None) -> pd.DataFrame
     order = {s: i for i, s in enumerate(chosen)}
     frame = frame.sort_values(["stage", "total_ns", "name"], key=_stage_then(order), ascending=[True, False, True])
     return frame[KERNEL_SUMMARY_COLUMNS].reset_index(drop=True)
+
+
+def _no_kernels(cap: _Capture, stage: str) -> str:
+    """Why a stage has no kernel rows: whole-graph replays (nsys' default graph trace) or nothing."""
+    if GRAPH_TRACE_TABLE in cap.tables:
+        with cap.staged([stage]):
+            replays, ns = cap.conn.execute(
+                "SELECT count(*), coalesce(sum(g.end - g.start), 0) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g "
+                "JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24").fetchone()
+        if replays:
+            return (f"NVTX range {stage!r} ran {replays} CUDA graph launches traced as whole graphs "
+                    f"({ns / replays / 1e3:.1f} us GPU time per graph, kernels unknown): "
+                    "re-capture with nsys profile --cuda-graph-trace=node")
+    return f"NVTX range {stage!r} contains no kernel launches"
 
 
 def _stage_then(order: dict[str, int]):
@@ -314,3 +353,71 @@ class NsysSqliteReader:
 
 
 READER = NsysSqliteReader()
+
+
+def graph_summary(path: str | Path, stages: Sequence[str]) -> pd.DataFrame:
+    """Per stage: CUDA graph launches, kernels that ran inside graphs and their GPU time, all
+    kernel time, and whole-graph rows (GRAPH_COLUMNS, stages in the order given)."""
+    with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))):
+        node = "graphNodeId" in cap.columns(KERNEL_TABLE)
+        rows = cap.conn.execute(q.graph_stage_summary(node, GRAPH_TRACE_TABLE in cap.tables)).fetchall()
+    return pd.DataFrame(rows, columns=GRAPH_COLUMNS)
+
+
+@contextmanager
+def _module_ranges(cap: _Capture, domain: str) -> Iterator[None]:
+    cap.conn.execute("DROP TABLE IF EXISTS temp.module_ranges")
+    if "NVTX_EVENTS" in cap.tables:
+        cap.conn.execute(q.create_module_ranges(domain), (domain,))
+    else:
+        cap.conn.execute("CREATE TEMP TABLE module_ranges (tid, start, end, name, occurrence)")
+    cap.conn.execute(q.INDEX_MODULE_RANGES)
+    try:
+        yield
+    finally:
+        cap.conn.execute("DROP TABLE IF EXISTS temp.module_ranges")
+
+
+def representative_launches(path: str | Path, stages: Sequence[str], names: Sequence[str],
+                            module_domain: str) -> pd.DataFrame:
+    """For each (stage, kernel name) the launch configuration carrying most of the kernel's time in
+    the stage and the first launch with it, located by the module ranges of ``module_domain``: the
+    innermost one open at the launch call (name and occurrence on its thread), else how many ended
+    in the stage instance before the call (REPRESENTATIVE_COLUMNS)."""
+    with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))), _module_ranges(cap, module_domain):
+        cap.conn.execute("CREATE TEMP TABLE wanted_names (id INTEGER PRIMARY KEY)")
+        try:
+            wanted = list(dict.fromkeys(names))
+            for at in range(0, len(wanted), 500):
+                chunk = wanted[at:at + 500]
+                cap.conn.execute("INSERT OR IGNORE INTO temp.wanted_names SELECT id FROM StringIds "
+                                 f"WHERE value IN ({','.join('?' * len(chunk))})", chunk)
+            node = "graphNodeId" in cap.columns(KERNEL_TABLE)
+            rows = []
+            for (stage, _, name, gx, gy, gz, bx, by, bz, smem, cfg_ns, cfg_n, ns, n, configs, inst, tid, t,
+                 graph_node) in cap.conn.execute(q.representative_launches(node)).fetchall():
+                inner = cap.conn.execute(q.INNERMOST_MODULE, {"tid": tid, "t": t}).fetchone()
+                ended = None
+                if inner is None:
+                    since = cap.conn.execute("SELECT start FROM temp.stage_ranges WHERE stage = ? AND tid = ? "
+                                             "AND inst = ?", (stage, tid, inst)).fetchone()
+                    ended = cap.conn.execute(q.MODULES_ENDED, {"tid": tid, "since": since[0], "t": t}).fetchone()[0]
+                rows.append((stage, name, f"({gx}, {gy}, {gz})", f"({bx}, {by}, {bz})", smem, cfg_ns, cfg_n, ns, n,
+                             configs, inst, inner[0] if inner else None, inner[1] if inner else None, ended,
+                             graph_node))
+        finally:
+            cap.conn.execute("DROP TABLE IF EXISTS temp.wanted_names")
+        names_by_id = cap.strings([r[1] for r in rows])
+    frame = pd.DataFrame([(r[0], names_by_id.get(int(r[1])), *r[2:]) for r in rows], columns=REPRESENTATIVE_COLUMNS)
+    return frame
+
+
+def graph_node_modules(path: str | Path, module_domain: str) -> pd.DataFrame:
+    """Per graph node that ran a kernel: the node it was instantiated from and the innermost range of
+    ``module_domain`` open when that node was captured (None: none). Empty without node data."""
+    with _open(path) as cap:
+        if GRAPH_NODE_TABLE not in cap.tables or "graphNodeId" not in cap.columns(KERNEL_TABLE):
+            return pd.DataFrame(columns=["node", "original", "module"])
+        with _module_ranges(cap, module_domain):
+            rows = cap.conn.execute(q.GRAPH_NODE_MODULES).fetchall()
+    return pd.DataFrame(rows, columns=["node", "original", "module"])

@@ -1,0 +1,61 @@
+"""Which launch ncu profiles for each selected (kernel, stage), and the windows that reach it.
+
+For every kernel in a stage's selection (or the overall top-N, in each stage it ran in), the
+representative launch is the first launch with the launch configuration that carries most of the
+kernel's GPU time in that stage (generator.readers.nsys_sqlite.representative_launches); its
+profile window (capture.workloads.windows) is the module call it ran in, or the stretch of the
+stage between module calls. The metrics ncu measures there are then true of that stage.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from capture.topn import TopN
+from capture.workloads.windows import Plan
+from generator.readers.base import plain_file
+from generator.readers.nsys_sqlite import representative_launches
+from generator.run_layout import MODULE_NVTX_DOMAIN
+
+
+def targets(sqlite: Path, top: TopN) -> pd.DataFrame:
+    """The representative launch of each (stage, kernel) to profile: every kernel of a stage's list
+    in that stage, and every overall top-N kernel in each stage it ran in (REPRESENTATIVE_COLUMNS)."""
+    stages = list(top.per_stage)
+    with plain_file(sqlite) as plain:
+        table = representative_launches(plain, stages, [k.name for k in top.selected()], MODULE_NVTX_DOMAIN)
+    overall = {k.name for k in top.overall}
+    listed = {(stage, k.name) for stage, kernels in top.per_stage.items() for k in kernels}
+    keep = [name in overall or (stage, name) in listed for stage, name in zip(table["stage"], table["name"])]
+    return table[keep].reset_index(drop=True)
+
+
+def windows_plan(table: pd.DataFrame) -> Plan:
+    """The windows that reach every target launch."""
+    result = Plan()
+    for row in table.itertuples(index=False):
+        if isinstance(row.module, str):
+            result.modules.setdefault(row.module, set()).add(int(row.occurrence))
+        else:
+            result.gaps.setdefault(row.stage, set()).add((int(row.instance), int(row.modules_ended)))
+    return result
+
+
+def describe(table: pd.DataFrame) -> list[dict]:
+    """Manifest entries: stage, kernel, configuration and its share, and the window."""
+    out = []
+    for row in table.itertuples(index=False):
+        window = ({"module": row.module, "call": int(row.occurrence)} if isinstance(row.module, str)
+                  else {"stage_instance": int(row.instance), "after_module_calls": int(row.modules_ended)})
+        out.append({
+            "stage": row.stage, "kernel": row.name, "grid": row.grid, "block": row.block,
+            "shared_mem_bytes": int(row.shared_mem_bytes), "config_launches": int(row.config_launches),
+            "config_share_pct": round(100.0 * row.config_ns / row.stage_ns, 2) if row.stage_ns else None,
+            "configs_in_stage": int(row.configs), "launches_in_stage": int(row.stage_launches),
+            "graph_node": None if row.graph_node is None or (isinstance(row.graph_node, float) and math.isnan(row.graph_node))
+            else int(row.graph_node),
+            "window": window,
+        })
+    return out

@@ -1,0 +1,115 @@
+"""Module ranges (--module-depth) and ncu profile windows, run on the CPU with a recording backend,
+and what the committed H200 captures recorded about them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from capture.workloads import modules, resolve, stages
+from capture.workloads.params import Params
+from capture.workloads.windows import Plan, Windows
+from generator.readers.ncu_rep import nvtx_identity
+from generator.run_layout import MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN
+
+ROOT = Path(__file__).parent.parent
+TINY = Params(device="cpu", dtype="float32", layers=1, prompt_len=4, new_tokens=2, warmup=0)
+
+
+class Recorder:
+    """A stand-in NVTX backend: every push and pop in order, and the open stack."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.stack: list[str] = []
+
+    def backend(self) -> modules.Backend:
+        def pusher(name: str):
+            return lambda: (self.events.append("+" + name), self.stack.append(name))
+
+        return pusher, lambda: self.events.append("-" + self.stack.pop())
+
+
+def test_ranges_name_path_and_class_down_to_the_depth_and_balance() -> None:
+    iteration = resolve("llm-decode")(TINY)
+    rec = Recorder()
+    ranges = modules.install(iteration, 3, rec.backend())
+    assert ranges.roots == {"model": "LlamaForCausalLM"}
+    iteration()
+    ranges.remove()
+    iteration()  # removed: nothing more recorded
+    names = {e[1:] for e in rec.events}
+    assert "model [LlamaForCausalLM]" in names and "model.model.layers.0 [LlamaDecoderLayer]" in names
+    assert max(n.split(" [")[0].count(".") for n in names) == 3  # root + 3 levels
+    assert rec.stack == [] and len(rec.events) == 2 * sum(e.startswith("+") for e in rec.events)
+    # one forward per call: prefill + 2 decode steps
+    assert rec.events.count("+model [LlamaForCausalLM]") == 3
+    assert ranges.describe() == {"domain": MODULE_NVTX_DOMAIN, "depth": 3, "name_format": "{path} [{cls}]",
+                                 "roots": {"model": "LlamaForCausalLM"}, "modules": ranges.modules}
+
+
+def test_ranges_leave_no_wrapper_behind() -> None:
+    iteration = resolve("llm-decode")(TINY)
+    model = modules.roots_of(iteration)["model"]
+    ranges = modules.install(iteration, 5, Recorder().backend())
+    assert ranges.modules == sum(1 for path, _ in model.named_modules() if path.count(".") + 1 <= 5 or not path)
+    assert all("forward" in vars(m) for _, m in model.named_modules())
+    ranges.remove()
+    assert not any("forward" in vars(m) for _, m in model.named_modules())
+
+
+def test_depth_zero_installs_nothing() -> None:
+    ranges = modules.install(resolve("llm-decode")(TINY), 0)
+    assert ranges.modules == 0 and ranges.roots == {}
+
+
+def test_profile_windows_open_around_planned_calls_and_gaps() -> None:
+    """A module window spans exactly the planned call; a gap window opens at the stage's start (or
+    when the last module call closes) and closes at the next module call or the stage's end."""
+    iteration = resolve("llm-decode")(TINY)
+    plan = Plan({"model.lm_head [Linear]": {2}}, {"decode": {(1, 0)}, "prefill": {(1, 0), (1, 99)}})
+    rec = Recorder()
+    windows = Windows(plan, (lambda: rec.events.append("W+"), lambda: rec.events.append("W-")))
+    ranges = modules.install(iteration, 5, rec.backend(), observer=windows)
+    stages.add_hook(windows.stage_enter)
+    stages.add_exit_hook(windows.stage_exit)
+    try:
+        iteration()
+    finally:
+        stages.remove_hook(windows.stage_enter)
+        stages.remove_exit_hook(windows.stage_exit)
+        ranges.remove()
+    ev = rec.events
+    opened = [i for i, e in enumerate(ev) if e == "W+"]
+    assert len(opened) == windows.opened == ev.count("W-") == 3  # (1, 99): no such gap in prefill
+    # prefill and decode gaps (1, 0): from the stage's start to its first module call
+    assert ev[:3] == ["W+", "+model [LlamaForCausalLM]", "W-"]
+    decode_start = ev.index("-model [LlamaForCausalLM]") + 1
+    assert ev[decode_start:decode_start + 3] == ["W+", "+model [LlamaForCausalLM]", "W-"]
+    # the second lm_head call (first decode step) is the module window
+    second = [i for i, e in enumerate(ev) if e == "+model.lm_head [Linear]"][1]
+    assert ev[second:second + 4] == ["+model.lm_head [Linear]", "W+", "W-", "-model.lm_head [Linear]"]
+    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan and len(plan) == 4
+
+
+def test_stage_of_an_ncu_launch_ignores_module_and_window_ranges() -> None:
+    stage, text, names = nvtx_identity(
+        [("<default domain>", ["decode"]), (MODULE_NVTX_DOMAIN, ["model [LlamaForCausalLM]", "model.lm_head [Linear]"]),
+         (PROFILE_NVTX_DOMAIN, ["target"])], [])
+    assert stage == "decode"
+    assert text == ("<default domain>:decode; kr.modules:model [LlamaForCausalLM]/model.lm_head [Linear]; "
+                    "kr.profile:target")
+    assert names == ["decode", "model [LlamaForCausalLM]", "model.lm_head [Linear]", "target"]
+
+
+@pytest.mark.parametrize("run", ["ocr-vlm-eager-v2", "llm-decode-eager", "llm-decode-graph"])
+def test_captures_record_module_ranges_and_their_overhead(run: str) -> None:
+    man = json.loads((ROOT / "examples" / "runs" / run / "manifest.json").read_text())
+    ranges, cost = man["module_ranges"], man["module_overhead"]
+    assert ranges["domain"] == MODULE_NVTX_DOMAIN and ranges["depth"] == modules.PRESET_DEPTH
+    assert ranges["modules"] == {"ocr-vlm-eager-v2": 534}.get(run, 215)
+    assert cost["runs"] == 3 and list(cost["stages"]) == man["stages"]
+    for figures in [*cost["stages"].values(), cost["total"]]:
+        assert figures["overhead_pct"] == pytest.approx(100 * (figures["with_s"] / figures["without_s"] - 1))
+    assert cost["total"]["without_s"] == pytest.approx(sum(s["without_s"] for s in cost["stages"].values()))
