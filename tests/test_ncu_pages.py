@@ -150,3 +150,22 @@ def test_provenance_of_a_plain_report(tmp_path: Path) -> None:
     from generator.readers.base import sha256_of
     dataset = read(plain)
     assert dataset.provenance.sha256 == sha256_of(plain) and dataset.provenance.format_version == "ncu 2025.3.1"
+
+
+def test_nvtx_names_with_colons_and_slashes_survive(tmp_path: Path) -> None:
+    """The raw page of the GEMM report with its NVTX cell naming ranges as CCCL and users do: ncu writes
+    ``Domain:Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg``, so the range is read from the right."""
+    import lzma
+
+    text = lzma.decompress((PAGES / "page_raw.csv.xz").read_bytes()).decode()
+    cell = '15844  ""<default domain>:gemm:none:none:none:none:none:none"" '
+    assert text.count(cell) == 1
+    nested = ('15844  ""<default domain>:decode/step:1:none:none:none:none:none:none"" '
+              '""CCCL:cub::DeviceScan::InclusiveScan:none:none:none:none:none:none"" ')
+    path = tmp_path / "raw_nested.csv"
+    path.write_text(text.replace(cell, nested), encoding="utf-8")
+    row = read(path).kernel_metrics.iloc[0]
+    assert row["stage"] == "cub::DeviceScan::InclusiveScan"
+    assert row["nvtx"] == "<default domain>:decode/step:1; CCCL:cub::DeviceScan::InclusiveScan"
+    assert len(read(path, stage="decode/step:1").kernel_metrics) == 1
+    assert row["duration_ns"] == 175584

@@ -91,3 +91,29 @@ def test_version_gpu_has_the_driver(tmp_path: Path) -> None:
     (gpu,) = inputs.gpus
     assert gpu.name == "NVIDIA H200" and gpu.driver == "580.159.04"
     assert gpu.driver == inputs.manifest["environment"]["driver"]
+
+
+@pytest.mark.parametrize("run", ["llm-decode-eager", "llm-decode-graph", "ocr-vlm-eager-v2"])
+def test_committed_run_with_a_retry_pass(tmp_path: Path, run: str) -> None:
+    """Real H200 runs whose first ncu pass missed stage pairs: both passes' launches are read, as many
+    as the manifest says were profiled, under unique ids."""
+    import json
+
+    root = ROOT / "examples" / "runs" / run
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    first = read(root / "ncu" / "report.ncu-rep.xz").kernel_metrics
+    retry = read(root / "ncu" / "report-retry.ncu-rep.xz").kernel_metrics
+    report = tmp_path / "report.yaml"
+    report.write_text(f"""
+id: retry
+title: {{en: Retry, zh: 重试}}
+versions:
+  - id: v1
+    title: {{en: V1, zh: 第一版}}
+    date: 2026-11-22
+    runs: ["{root}"]
+""", encoding="utf-8")
+    metrics = _inputs(report).kernel_metrics
+    assert len(metrics) == len(first) + len(retry) == manifest["coverage"]["profiled_launches"]
+    assert metrics["launch_id"].is_unique
+    assert metrics["duration_ns"].tolist() == first["duration_ns"].tolist() + retry["duration_ns"].tolist()

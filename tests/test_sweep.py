@@ -209,10 +209,15 @@ def test_launch_overhead_findings(h200):
 
 def test_sweep_only_version_shows_its_baseline(tmp_path, h200):
     _, inputs, _, _ = h200
-    assert set(inputs.kernel_summary["stage"]) == {"prefill"}  # the other pages: the baseline config
+    # the other pages: the baseline config; its one stage is also "all stages" (no whole-capture summary)
+    summary = inputs.kernel_summary
+    assert set(summary["stage"]) == {"all", "prefill"}
+    whole, prefill = (summary[summary["stage"] == s].drop(columns="stage").reset_index(drop=True)
+                      for s in ("all", "prefill"))
+    assert whole[["name", "count", "total_ns"]].equals(prefill[["name", "count", "total_ns"]])
     report = write_report(tmp_path, H200_POINTS, baseline="decode")
     inputs, sweep = analyzed(report)
-    assert sweep.baseline == "decode" and set(inputs.kernel_summary["stage"]) == {"decode"}
+    assert sweep.baseline == "decode" and set(inputs.kernel_summary["stage"]) == {"all", "decode"}
     assert set(sweep.deltas["label"]) == {"prefill"}
     assert sweep.deltas.set_index("metric").at["launches", "abs"] == 783 - 6600
 
