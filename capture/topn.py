@@ -7,7 +7,6 @@ Each selected kernel also carries its mangled name(s), the identity ncu filters 
 """
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pandas as pd
 from capture.kernel_filter import is_nccl
 from generator.model import ALL_STAGES
 from generator.readers.base import plain_file
+from generator.readers.sqlite_file import connect_readonly
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def mangled_names(sqlite: Path, names: list[str]) -> dict[str, list[str]]:
     wanted = set(names)
     found: dict[str, list[str]] = {n: [] for n in names}
     with plain_file(sqlite) as plain:
-        con = sqlite3.connect(f"file:{plain}?mode=ro", uri=True)
+        con = connect_readonly(plain)
         try:
             rows = con.execute(
                 "SELECT DISTINCT d.value, m.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "

@@ -3,17 +3,24 @@
 A command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
 Bad input raises :class:`generator.errors.InputError` (an OSError or UnicodeDecodeError on a file is
 treated alike); it is printed as one line and exits 2 (``--debug`` shows the traceback instead).
+An unexpected exception is one line and exit 2 too (never 1, which ``compare`` reserves for a
+regression); Ctrl-C or SIGTERM is one line and exit 130, after the build removed its staging.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 from generator import commands
 from generator.errors import InputError
+from generator.text_safety import clean_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,15 +43,45 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv or ["build"])
     try:
-        return args.run(args)
+        with _terminate_as_interrupt():
+            return args.run(args)
     except BrokenPipeError:  # stdout piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the build's staging directories are gone by now
+        print("error: interrupted; nothing was replaced", file=sys.stderr)
+        return 130
     except (InputError, OSError, UnicodeDecodeError) as exc:
         if args.debug:
             raise
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        _error(_one_line(exc))
         return 2
+    except Exception as exc:  # a bug: still one line and exit 2 (never 1, compare's "regression")
+        if args.debug:
+            raise
+        _error(f"internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+               "rerun with --debug for the traceback and report it")
+        return 2
+
+
+def _error(message: str) -> None:
+    """``message`` on stderr, control characters (terminal escapes in file names) made harmless."""
+    print(f"error: {clean_text(message)}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside the block, so cleanup runs as on Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line(exc: Exception) -> str:

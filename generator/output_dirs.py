@@ -2,8 +2,9 @@
 
 The build only ever replaces a directory that carries its :data:`MARKER` (written by an earlier
 build), an empty directory, or a missing one. It refuses ``/``, the home directory, the current
-directory, their ancestors, the tool's own checkout, a non-directory, and any directory that holds
-an input or the report file — ``--force`` lifts only the marker requirement, never those.
+directory, their ancestors, the tool's own checkout, a non-directory, any directory that holds an
+input or the report file, and any directory inside a capture run directory it reads. ``--force``
+lifts only the marker requirement, never those.
 
 A build writes into a fresh sibling ``.<name>.kr-build-<random>`` that it holds an ``flock`` on;
 the marker is completed last, then the sibling and the target are exchanged in one
@@ -49,6 +50,8 @@ def refuse_unsafe(path: Path, option: str, inputs: Iterable[Path]) -> Path:
         item = item.resolve()
         if target == item or target in item.parents:
             raise InputError(shown, f"holds an input of this build ({item}); choose another directory")
+        if item.is_dir() and item in target.parents:  # a capture run directory the build reads
+            raise InputError(shown, f"is inside an input directory of this build ({item}); choose another one")
     if (target.exists() or target.is_symlink()) and (target.is_symlink() or not target.is_dir()):
         raise InputError(shown, "exists and is not a directory; choose another path")
     return target

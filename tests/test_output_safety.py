@@ -65,8 +65,8 @@ def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     return err
 
 
-@pytest.mark.parametrize("case", ["user dir", "report dir", "run dir", "regular file", "src holds inputs",
-                                  "parent of inputs", "overlapping src"])
+@pytest.mark.parametrize("case", ["user dir", "report dir", "run dir", "inside run dir", "regular file",
+                                  "src holds inputs", "parent of inputs", "overlapping src"])
 def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = project(tmp_path)
     mydocs = tmp_path / "mydocs"
@@ -77,6 +77,7 @@ def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.Capt
         "user dir": (["--out", str(mydocs)], "no .kernel-report-output"),
         "report dir": (["--out", str(root)], "holds an input"),
         "run dir": (["--out", str(root / "runs" / "decode")], "holds an input"),
+        "inside run dir": (["--out", str(root / "runs" / "decode" / "ncu")], "inside an input directory"),
         "regular file": (["--out", str(mydocs / "thesis.tex")], "not a directory"),
         "src holds inputs": (["--out", str(out), "--src", str(root / "runs")], "holds an input"),
         "parent of inputs": (["--out", str(tmp_path)], "holds an input"),

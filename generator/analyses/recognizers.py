@@ -46,7 +46,7 @@ _ELEMENTWISE_OPS = (
     ("mul", r"MulFunctor|\bmul_kernel"),
     ("add", r"CUDAFunctor(?:OnSelf|OnOther)?_add|AddFunctor|\badd_kernel"),
     ("sub", r"SubFunctor|\bsub_kernel"),
-    ("div", r"Div\w*Functor|\bdiv_(?:true|floor|trunc)_kernel"),
+    ("div", r"Div(?:(?!Div)\w)*?Functor|\bdiv_(?:true|floor|trunc)_kernel"),
     ("silu", r"silu_kernel"),
     ("gelu", r"[Gg]elu"),
     ("relu", r"threshold_kernel|relu"),
@@ -74,7 +74,7 @@ _ELEMENTWISE_OPS = (
 _REDUCE_OPS = (
     ("mean", r"MeanOps"), ("argmax", r"ArgMaxOps"), ("argmin", r"ArgMinOps"),
     ("sum", r"sum_functor|SumOps"), ("max", r"MaxOps|max_(?:kernel|values)"),
-    ("min", r"MinOps|min_(?:kernel|values)"), ("norm", r"Norm\w*Ops"), ("welford", r"WelfordOps"),
+    ("min", r"MinOps|min_(?:kernel|values)"), ("norm", r"Norm(?:(?!Norm)\w)*?Ops"), ("welford", r"WelfordOps"),
     ("prod", r"prod_functor|ProdOps"), ("logical", r"and_kernel|or_kernel|Logical"),
 )
 _MOE_OPS = (
@@ -85,17 +85,17 @@ _MOE_OPS = (
 )
 _INDEX_OPS = (
     ("index_select", r"indexSelect"),
-    ("embedding_bwd", r"embedding_backward|indexing_backward|EmbeddingBag\w*[Bb]ackward|compute_grad_weight"),
+    ("embedding_bwd", r"embedding_backward|indexing_backward|EmbeddingBag(?:(?!EmbeddingBag)\w)*?[Bb]ackward|compute_grad_weight"),
     ("index_put", r"index_put"), ("scatter", r"scatter"), ("gather", r"gather"),
-    ("index", r"index\w*kernel"),
+    ("index", r"index(?:(?!index)\w)*?kernel"),
 )
 _NORM_OPS = (
-    ("layer_norm_bwd", r"(?i:layer_?norm\w*(?:backward|grad))|GammaBetaBackward"),
+    ("layer_norm_bwd", r"(?i:layer_?norm(?:(?!layer_?norm)\w)*?(?:backward|grad))|GammaBetaBackward"),
     ("rms_norm", r"(?i:rms_?norm)"), ("layer_norm", r"(?i:layer_?norm)"),
     ("moments", r"RowwiseMoments"), ("group_norm", r"(?i:group_?norm)|ComputeFusedParams"),
     ("batch_norm", r"(?i:batch_?norm)"),
 )
-_POOL_OPS = (("max_pool", r"(?i:max_?pool)"), ("avg_pool", r"(?i:av\w*_?pool)"))
+_POOL_OPS = (("max_pool", r"(?i:max_?pool)"), ("avg_pool", r"(?i:av(?:(?!av)\w)*?pool)"))
 _THRUST_OPS = (("reduce", r"Reduce"), ("scan", r"[Ss]can"), ("sort", r"[Ss]ort"))
 
 
@@ -163,11 +163,36 @@ class Match:
     coll: str = ""
 
 
+_WORD_RUN = re.compile(r"\w+")
+_NVJET = re.compile(r"nvjet_(?:sm\d+_)?\w*?_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_([hv])_(\w*?)_?([NT]{2,3})$")
+
+
+def _chain(text: str, *parts: re.Pattern[str], gap: int = 0) -> list[re.Match[str]] | None:
+    """The matches of ``parts[0] \\w{gap,}? parts[1] \\w{gap,}? …`` inside one run of word characters,
+    found in linear time: in the first run that has them all, the first ``parts[0]``, then the first
+    ``parts[1]`` at least ``gap`` characters after it, and so on (one regex with lazy gaps retries
+    from every start and is quadratic on long names; a later start in a run sees a subset of it)."""
+    for run in _WORD_RUN.finditer(text):
+        found: list[re.Match[str]] = []
+        at = run.start()
+        for part in parts:
+            nxt = part.search(text, at, run.end())
+            if not nxt:
+                break
+            found.append(nxt)
+            at = nxt.end() + gap
+        else:
+            return found
+    return None
+
+
 def _nvjet(p: ParsedName, raw: str) -> Match | None:
     """nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT: tile, K tile x stages, cluster, raster, flags, layout."""
     if not p.base.startswith("nvjet_"):
         return None
-    m = re.match(r"nvjet_(?:sm\d+_)?\w*?_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_([hv])_(\w*?)_?([NT]{2,3})$", p.base)
+    # the pattern backtracks quadratically on long names that cannot match: rule those out first
+    whole = _WORD_RUN.fullmatch(p.base) and p.base.endswith(("NN", "NT", "TN", "TT"))
+    m = whole and _NVJET.match(p.base)
     if not m:
         return Match("nvjet_gemm")
     tm, tn, tk, stages, cm, cn = (int(g) for g in m.groups()[:6])
@@ -242,11 +267,12 @@ _TRIPLE = re.compile(r"C<(?:\(int\))?(\d+)>,\s*(?:cute::)?C<(?:\(int\))?(\d+)>,\
 
 def _cutlass3_tile(raw: str) -> dict | None:
     """CollectiveMma<MainloopSm90…<Stages, ClusterShape, …>, TileShape, …>: tile follows the policy."""
-    policy = re.search(r"Mainloop\w*<", raw)
+    runs = (run for run in _WORD_RUN.finditer(raw) if "Mainloop" in run[0] and raw[run.end():run.end() + 1] == "<")
+    policy = next(runs, None)
     if not policy:
         return None
-    end = _balanced_end(raw, policy.end() - 1)
-    inside = raw[policy.end() : end]
+    end = _balanced_end(raw, policy.end())
+    inside = raw[policy.end() + 1 : end]
     stages = re.match(r"\s*(?:\(int\))?(\d+)\s*,", inside)
     cluster = _TRIPLE.search(inside)
     tile = _TRIPLE.search(raw, end)
@@ -287,13 +313,18 @@ def _flash(p: ParsedName, raw: str) -> Match | None:
                   tiled=_attention_tile(bm, bn, hd, warps=warps))
 
 
+_MEMEFF_HEAD = re.compile(r"fmha_cutlass([FB])_")
+_MEMEFF_TAIL = re.compile(r"_(aligned|notaligned)_(\d+)x(\d+)_(rf|gmem)_sm\d+")
+
+
 def _memeff(p: ParsedName, raw: str) -> Match | None:
-    m = re.search(r"fmha_cutlass([FB])_(\w+?)_(aligned|notaligned)_(\d+)x(\d+)_(rf|gmem)_sm\d+", raw)
-    if m:
-        q, k = int(m[4]), int(m[5])
-        fixed = {"max_head_dim": k} if m[6] == "rf" else None
-        details = _present(_dtype_flat("_" + m[2])) + [f"{q}x{k}"]
-        return Match("memeff_fwd" if m[1] == "F" else "memeff_bwd", details=details, fixed=fixed,
+    found = _chain(raw, _MEMEFF_HEAD, _MEMEFF_TAIL, gap=1)  # a dtype between them
+    if found:
+        head, tail = found
+        q, k = int(tail[2]), int(tail[3])
+        fixed = {"max_head_dim": k} if tail[4] == "rf" else None
+        details = _present(_dtype_flat("_" + raw[head.end():tail.start()])) + [f"{q}x{k}"]
+        return Match("memeff_fwd" if head[1] == "F" else "memeff_bwd", details=details, fixed=fixed,
                       tiled=_attention_tile(q, k, None))
     if "PyTorchMemEffAttention" in raw or "AttentionKernel<" in raw and "cutlass" in raw:
         family = "memeff_bwd" if "Backward" in raw else "memeff_fwd"
@@ -302,18 +333,23 @@ def _memeff(p: ParsedName, raw: str) -> Match | None:
 
 
 _CONV = re.compile(r"implicit_convolve|scudnn|xmma_(?:fprop|dgrad|wgrad)|winograd|dgrad_engine|wgrad_alg"
-                   r"|fft2d_|Offsets\w*Kernel|reduce_wgrad")
-_CONV_OPS = (("helper", r"Offsets\w*Kernel|reduce_wgrad"), ("winograd", r"(?i:winograd)"), ("fft", r"fft"),
+                   r"|fft2d_|Offsets(?:(?!Offsets)\w)*?Kernel|reduce_wgrad")
+_CONV_OPS = (("helper", r"Offsets(?:(?!Offsets)\w)*?Kernel|reduce_wgrad"), ("winograd", r"(?i:winograd)"), ("fft", r"fft"),
              ("wgrad", r"(?i:wgrad)"), ("dgrad", r"dgrad"))
 _CUDNN_BARE = re.compile(r"implicit_convolve|wgrad_alg|dgrad_engine|fft2d_|sm\d+_xmma_(?:fprop|dgrad|wgrad)")
 
 
+_SDPA = (re.compile(r"sdpa_(sm\d+)_"), re.compile(r"(fprop|bprop)"),
+         re.compile(r"_(\d+)x(\d+)x(\d+)_(\d+x\d+x\d+)_cga(\d+x\d+x\d+)"))
+
+
 def _cudnn(p: ParsedName, raw: str) -> Match | None:
-    sdpa = re.search(r"sdpa_(sm\d+)_\w*?(fprop|bprop)\w*?_(\d+)x(\d+)x(\d+)_(\d+x\d+x\d+)_cga(\d+x\d+x\d+)", raw)
+    sdpa = _chain(raw, *_SDPA)
     if sdpa:
-        tile = f"{sdpa[3]}x{sdpa[4]}x{sdpa[5]}"
-        return Match("cudnn_sdpa_fwd" if sdpa[2] == "fprop" else "cudnn_sdpa_bwd",
-                      details=[sdpa[1], tile], tiled={"tile": tile, "warps": sdpa[6], "cga": sdpa[7]})
+        (arch, direction, shape) = (m.groups() for m in sdpa)
+        tile = "x".join(shape[:3])
+        return Match("cudnn_sdpa_fwd" if direction[0] == "fprop" else "cudnn_sdpa_bwd",
+                      details=[arch[0], tile], tiled={"tile": tile, "warps": shape[3], "cga": shape[4]})
     if "sdpa" in raw and "cudnn" in raw:
         return Match("cudnn_sdpa_bwd" if "bprop" in raw else "cudnn_sdpa_fwd")
     cudnn = "cudnn" in raw.lower() or _CUDNN_BARE.match(p.base)
@@ -438,8 +474,15 @@ def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: Recognizers read this much of a name (real ones stay under 4 KB): a hostile megabyte-long name
+#: costs the same as a long real one. Patterns that repeat a word around a gap are written so that
+#: they do not rescan the gap from every occurrence (``A(?:(?!A)\w)*?B`` for ``A\w*B``; _chain).
+MAX_RECOGNIZED = 16_384
+
+
 def recognize(raw: str) -> Match:
     """The first recognizer that recognizes ``raw``, else the 'unknown' family."""
+    raw = raw[:MAX_RECOGNIZED]
     parsed = parse_name(raw)
     for rule in RECOGNIZERS:
         found = rule(parsed, raw)

@@ -17,6 +17,7 @@ from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES
 from generator.model import Dataset
 from generator.readers import read
+from generator.text_safety import clean_text
 
 HELP = "say what each profiler file is and summarize its kernels, GPUs and NVTX ranges"
 TOP = 5
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             if args.debug:
                 raise
             failed = True
-            print(f"error: {_as_input_error(path, exc)}", file=sys.stderr)
+            print(f"error: {clean_text(str(_as_input_error(path, exc)))}", file=sys.stderr)
             summaries.append({"path": str(path), "error": _as_input_error(path, exc).problem})
             continue
         summaries.append(summary)
@@ -173,7 +174,7 @@ def _print(console: Console, summary: dict[str, Any]) -> None:
                                       f"{_duration(metrics['total_ns'])} summed duration")
         facts.add_row("ncu metrics", f"{len(metrics['metrics_present'])} of {len(CANONICAL_METRIC_NAMES)}: "
                                      + (", ".join(metrics["metrics_present"]) or "none"))
-    console.print(Text(summary["path"], style="bold"), soft_wrap=True)
+    console.print(Text(clean_text(summary["path"]), style="bold"), soft_wrap=True)
     console.print(facts)
     for kernels in summary.get("kernel_summary", []):
         _print_top(console, f"top {TOP} kernels by total time, stage {kernels['stage']}", kernels["top"])

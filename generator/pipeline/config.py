@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -26,7 +27,9 @@ from pydantic import (
 from generator.errors import InputError
 from generator.languages import LANGS
 from generator.model import ReportMeta, VersionMeta
+from generator.pipeline.bounded_glob import expand
 from generator.run_layout import MANIFEST
+from generator.text_safety import first_unsafe
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ def _expand_files(value: Any, info: ValidationInfo) -> FileSet:
     base: Path = info.context["base"]
     pattern = str(base / value)
     if glob.has_magic(value):
-        paths = tuple(Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if Path(p).is_file())
+        paths = expand(value, base)
         if not paths:
             raise ValueError(f"no file matches {value!r}")
         return FileSet(value, paths)
@@ -65,7 +68,37 @@ def _run_dir(value: Any, info: ValidationInfo) -> Path:
 
 Files = Annotated[FileSet, PlainValidator(_expand_files)]
 RunDir = Annotated[Path, PlainValidator(_run_dir)]
-Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+#: Names the site's own files (and mike's alias) take beside the version and report folders.
+RESERVED_IDS = frozenset({"index.html", "versions.json", "latest", "sitemap.xml", "sitemap.xml.gz", "404.html"})
+
+
+def _site_folder(value: str) -> str:
+    if value.lower() in RESERVED_IDS:
+        raise ValueError(f"{value!r} is taken by the site's own files; choose another id")
+    return value
+
+
+def _clean(value: str) -> str:
+    bad = first_unsafe(value.replace("\n", " "))
+    if bad:
+        raise ValueError(f"contains the control character or lone surrogate {bad}")
+    return value
+
+
+Slug = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100), AfterValidator(_site_folder)]
+CleanStr = Annotated[str, AfterValidator(_clean)]
+#: Dates a build can stamp: SOURCE_DATE_EPOCH and gzip's 32-bit mtime (1970-01-01 … 2106-02-07).
+FIRST_DATE, LAST_DATE = datetime.date(1970, 1, 1), datetime.date(2106, 2, 7)
+
+
+def _stampable(value: datetime.date) -> datetime.date:
+    if not FIRST_DATE <= value <= LAST_DATE:
+        raise ValueError(f"{value} is outside {FIRST_DATE} … {LAST_DATE}, the dates a build can stamp")
+    return value
+
+
+Date = Annotated[datetime.date, AfterValidator(_stampable)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
@@ -73,14 +106,14 @@ class _Strict(BaseModel):
 
 
 #: Words in every site language (generator.languages): ``{en: …, zh: …}``.
-Text = create_model("Text", __base__=_Strict, **dict.fromkeys(LANGS, (str, ...)))
+Text = create_model("Text", __base__=_Strict, **dict.fromkeys(LANGS, (CleanStr, ...)))
 
 
 class NsysInput(_Strict):
     """An nsys file (SQLite export, stats CSV, console text), optionally restricted to an NVTX stage."""
 
     path: Files
-    stage: str | None = None
+    stage: CleanStr | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -104,7 +137,7 @@ class SweepPoint(_Strict):
     """One configuration of a parameter sweep; ``baseline: true`` on one makes it the reference of
     the deltas (default: the first)."""
 
-    label: str
+    label: CleanStr
     params: dict[str, Any] = {}
     baseline: bool = False
     runs: list[RunDir] = []
@@ -116,7 +149,7 @@ class VersionConfig(_Strict):
 
     id: Slug
     title: Text
-    date: datetime.date
+    date: Date
     notes: Text | None = None
     runs: list[RunDir] = []
     inputs: Inputs = Inputs()
@@ -138,8 +171,8 @@ class VersionConfig(_Strict):
 class GpuPeaks(_Strict):
     """Peak overrides for the roofline (else read from the ncu metrics / device attributes)."""
 
-    peak_dram_gbps: float | None = Field(default=None, gt=0)
-    peak_tflops: dict[str, Annotated[float, Field(gt=0)]] = {}
+    peak_dram_gbps: Positive | None = None
+    peak_tflops: dict[str, Positive] = {}
 
     def as_settings(self) -> dict[str, Any]:
         """The ``AnalysisSettings.peaks`` dict: only the keys report.yaml set."""
@@ -148,7 +181,7 @@ class GpuPeaks(_Strict):
 
 class Classification(_Strict):
     rule: Literal["sol", "roofline", "sm_dram_margin"] = "sol"
-    margin: float = Field(default=5.0, ge=0)
+    margin: float = Field(default=5.0, ge=0, allow_inf_nan=False)
 
 
 class ReportConfig(_Strict):
@@ -205,6 +238,23 @@ def _problems(exc: ValidationError) -> list[str]:
     return lines
 
 
+#: A report.yaml is a few hundred values; aliases expanding past this are a mistake or an attack.
+MAX_YAML_NODES = 100_000
+
+
+def expanded_size(data: Any, limit: int) -> int:
+    """How many values ``data`` holds with shared (aliased) parts counted each time; stops past ``limit``."""
+    count, stack = 0, [data]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return count
+
+
 def load_report(path: str | Path) -> ReportConfig:
     """Read and validate report.yaml; InputError listing every problem (one line each)."""
     path = Path(path)
@@ -214,8 +264,14 @@ def load_report(path: str | Path) -> ReportConfig:
         raise InputError(path, "no such file") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise InputError(path, "not valid YAML (nested too deeply)") from None
+    except ValueError as exc:  # a date such as 2026-02-30 or 20260-01-01
+        raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping at the top level")
+    if expanded_size(data, MAX_YAML_NODES) > MAX_YAML_NODES:
+        raise InputError(path, f"more than {MAX_YAML_NODES} values once its aliases are expanded")
     try:
         return ReportConfig.model_validate(data, context={"base": path.resolve().parent})
     except ValidationError as exc:

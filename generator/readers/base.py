@@ -4,9 +4,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
-import lzma
 import pkgutil
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +14,8 @@ from typing import Protocol
 
 from generator.errors import InputError
 from generator.model import Dataset
+from generator.readers.inflate import decompress_xz_to
+from generator.readers.validate import checked
 
 
 class Reader(Protocol):
@@ -79,9 +79,9 @@ def read(path: str | Path, *, stage: str | None = None) -> Dataset:
     """
     path = Path(path)
     if path.suffix != ".xz":
-        return detect(path).read(path, stage=stage)
+        return checked(detect(path).read(path, stage=stage))
     with plain_file(path) as plain:
-        dataset = detect(plain).read(plain, stage=stage)
+        dataset = checked(detect(plain).read(plain, stage=stage))
     return read_from(dataset, path)
 
 
@@ -92,12 +92,9 @@ def read_from(dataset: Dataset, path: Path) -> Dataset:
 
 
 def decompress_xz(path: Path, dest: Path) -> None:
-    """Write the decompressed content of ``path`` to ``dest``; InputError if it is corrupt."""
-    try:
-        with lzma.open(path) as src, open(dest, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    except (lzma.LZMAError, EOFError) as exc:
-        raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
+    """Write the decompressed content of ``path`` to ``dest``; InputError if it is corrupt,
+    truncated, followed by garbage or a decompression bomb (readers.inflate)."""
+    decompress_xz_to(path, dest)
 
 
 @contextmanager

@@ -233,6 +233,8 @@ def _read_raw(header: list[str], reader) -> tuple[str, list[_Launch], list[GpuIn
         unit_row = next(reader)
     except StopIteration:
         raise _RowError("line 2: units row missing") from None
+    except csv.Error as exc:
+        raise _RowError(f"line 2: {exc}") from None
     if len(unit_row) != len(header) or unit_row[header.index("ID")] != "":
         raise _RowError("unknown ncu CSV layout: line 2 is not the raw page's units row")
     units = dict(zip(header, unit_row))

@@ -29,6 +29,7 @@ from generator.model import (
     Provenance,
 )
 from generator.readers.base import sha256_of
+from generator.readers.sqlite_file import connect_readonly
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -154,7 +155,7 @@ def _open(path: str | Path) -> Iterator[_Capture]:
         raise InputError(path, f"cannot read ({exc.strerror})") from None
     if head != SQLITE_MAGIC:
         raise InputError(path, "not an SQLite file")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    conn = connect_readonly(path)
     try:
         conn.execute("PRAGMA temp_store = MEMORY")
         yield _Capture(path, conn)
@@ -164,6 +165,7 @@ def _open(path: str | Path) -> Iterator[_Capture]:
         conn.close()
 
 
+_INDEX_LIMIT = 2 ** 62  # no capture has more ranges; larger numbers would not fit SQLite's INTEGER
 _SPEC = re.compile(r"^(?P<name>.+?)(?:/(?P<first>[1-9]\d*)(?:/(?P<count>[1-9]\d*))?)?$")
 
 
@@ -172,8 +174,8 @@ def stage_spec(stage: str) -> tuple[str, int | None, int | None]:
     match = _SPEC.match(stage)
     if match is None:
         return stage, None, None
-    first, count = match["first"], match["count"]
-    return match["name"], int(first) if first else None, int(count) if count else None
+    first, count = (min(int(n), _INDEX_LIMIT) if n else None for n in (match["first"], match["count"]))
+    return match["name"], first, count
 
 
 def _stage_list(stages: Sequence[str] | None) -> list[str]:

@@ -29,13 +29,14 @@ from generator.model import (
     ranked,
 )
 from generator.readers.base import sha256_of
+from generator.readers.validate import LIMIT
 
 #: Lines nsys prints around its tables that are not part of them.
 _PREAMBLE = re.compile(r"^\s*$|^\s*(Processing \[|NOTICE:|WARNING:|SKIPPED:|Generating |Exporting |"
                        r"Generated:|\[\d+/\d+\] \[)")
 _SECTION = re.compile(r"Executing '(\w+)' stats report|^\s*\*\* .*\((\w+)\):\s*$")
 _DASHES = re.compile(r"^\s*-+(\s+-+)*\s*$")
-_HEAD_UNIT = re.compile(r"^(.*?)\s*\(\s*(%|ns|us|μs|ms|s|MB)\s*\)$")
+_HEAD_UNIT = re.compile(r"\(\s*(%|ns|us|μs|ms|s|MB)\s*\)$")  # searched: linear on long header cells
 _TIME_SCALE = {"ns": 1.0, "us": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
 _MISSING = {"", "n/a", "na", "nan", "-", "none"}
 _NSYS_MARKERS = ("Time (%)", "Time(%)", "Total Time (", "Avg (", "Start (ns)", "Duration (ns)")
@@ -81,9 +82,9 @@ def _field(head: str, unknown: list[str]) -> tuple[str, float] | None:
     None for a cell we do not use (size statistics in MB) or do not know (then noted in ``unknown``).
     """
     text, unit = head.strip(), None
-    match = _HEAD_UNIT.match(text)
+    match = _HEAD_UNIT.search(text)
     if match:
-        text, unit = match[1], match[2]
+        text, unit = text[: match.start()].rstrip(), match[1]
     base = _BASES.get(re.sub(r"\s+", "", text).lower())
     if unit == "%" and base == "time_pct":
         return base, 1.0
@@ -102,9 +103,12 @@ def _number(path: Path, line: int, column: str, cell: str) -> float:
     if text.lower() in _MISSING:
         return math.nan
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise InputError(path, f"line {line}: {column} {cell.strip()!r} is not a number") from None
+    if not 0 <= value <= LIMIT:  # also NaN and inf written as numbers
+        raise InputError(path, f"line {line}: {column} {cell.strip()!r} is not a number from 0 to {LIMIT:.3g}")
+    return value
 
 
 def _frame(path: Path, table: _Table) -> tuple[str, pd.DataFrame]:
@@ -202,7 +206,8 @@ def _dataset(path: Path, tables: list[_Table], fmt: str) -> Dataset:
             mem[1][["operation", "count", "total_bytes"]], on="operation", how="outer", suffixes=("", "_size"))
         if "count_size" in merged:
             merged["count"] = merged["count"].fillna(merged.pop("count_size"))
-        merged = merged.sort_values("total_ns", ascending=False, na_position="last", kind="stable")
+        by = "total_ns" if "total_ns" in merged else "total_bytes"  # a size-only table has no times
+        merged = merged.sort_values(by, ascending=False, na_position="last", kind="stable")
         ds.memcpy_summary = _finish(merged, MEMCPY_SUMMARY_COLUMNS)
     return ds
 
@@ -224,7 +229,10 @@ def _parse_csv(path: Path) -> list[_Table]:
             block.append((number, line))
             continue
         if block:
-            rows = list(csv.reader([text for _, text in block], skipinitialspace=False))
+            try:
+                rows = list(csv.reader([text for _, text in block], skipinitialspace=False))
+            except csv.Error as exc:
+                raise InputError(path, f"lines {block[0][0]}–{block[-1][0]}: {exc}") from None
             numbered = [(block[i][0], cells) for i, cells in enumerate(rows)]
             tables.append(_Table(None, rows[0], numbered[1:]))
             block = []

@@ -8,9 +8,7 @@ correlation id) lies inside a CPU ``user_annotation`` S on the same process and 
 """
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from generator.model import (
     ranked,
 )
 from generator.readers.base import sha256_of
+from generator.readers.inflate import read_gz
 
 _MEMCPY_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 _LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "runtime"}
@@ -77,16 +76,15 @@ def _devices(events: dict[str, pd.DataFrame]) -> pd.Series:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    data = read_gz(path) if path.name.lower().endswith(".gz") else path.read_bytes()
     try:
-        with opener(path, "rb") as fh:
-            doc = json.load(fh, parse_float=str)
+        doc = json.loads(data, parse_float=str)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"invalid or truncated JSON ({exc.msg} at line {exc.lineno})") from None
     except UnicodeDecodeError:
         raise InputError(path, "not a JSON text file (undecodable bytes)") from None
-    except (gzip.BadGzipFile, EOFError, zlib.error):
-        raise InputError(path, "corrupt or truncated gzip file") from None
+    except RecursionError:
+        raise InputError(path, "JSON nested too deeply") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise InputError(path, "not a PyTorch profiler trace (no traceEvents list)")
     return doc

@@ -19,6 +19,9 @@ import altair as alt
 import pandas as pd
 import vl_convert
 
+from generator.errors import InputError
+from generator.text_safety import clean_tree
+
 #: Element id prefixes; headings (section slugs) never start with "kr-".
 CHART_ID_PREFIX = "kr-chart-"
 SPEC_ID_PREFIX = "kr-spec-"
@@ -282,5 +285,11 @@ def write_svg(chart: Chart, lang: str, docs_dir: Path) -> Path:
     """Render the static SVG with vl-convert into ``docs_dir/assets/charts/``."""
     path = docs_dir / chart.svg_path(lang)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(vl_convert.vegalite_to_svg(chart.spec), encoding="utf-8")
+    try:  # the renderer aborts the process on XML-invalid characters: none reach it
+        svg = vl_convert.vegalite_to_svg(clean_tree(chart.spec))
+    except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException (a BaseException)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise InputError(path, f"chart renderer failed ({' '.join(str(exc).split())[:200]})") from None
+    path.write_text(svg, encoding="utf-8")
     return path

@@ -10,6 +10,7 @@ import pandas as pd
 
 from generator.analyses.result import SweepResult, VersionResult
 from generator.metric_table import CANONICAL_METRIC_NAMES
+from generator.text_safety import csv_safe
 
 FLOAT_FORMAT = "%.15g"  # every float in the data files: 15 significant digits (exact for ns counts)
 #: ncu_metrics.csv: identity, class and nsys share columns, then the canonical metrics
@@ -41,7 +42,8 @@ def json_safe(value: Any) -> Any:
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    """``frame`` as CSV, text cells a spreadsheet would run as a formula neutralized."""
+    csv_safe(frame).to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
 
 
 def write_version_data(result: VersionResult, out_dir: Path) -> None:

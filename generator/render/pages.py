@@ -22,6 +22,7 @@ from generator.render import charts as ch
 from generator.render.assets import write_assets
 from generator.render.data_files import DATA_FILES, SWEEP_CSV, write_sweep_data, write_version_data
 from generator.render.findings import render_finding, render_method
+from generator.render.html_config import front_matter_title
 from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
 from generator.render.sweep_charts import sweep_charts
 from generator.render.translations import translator
@@ -170,6 +171,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "t": t,
         "n": numbers,
         "esc": escape_text,
+        "page_title": front_matter_title,
         "name": lambda value, raw=None: name_cell(value, unknown, title=raw),
         "kernel": lambda raw_name: name_cell(friendly.get(raw_name, raw_name), unknown, title=raw_name),
         "raw": lambda value: code_cell(value, unknown),

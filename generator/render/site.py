@@ -1,6 +1,7 @@
 """The site around a version's pages: its mkdocs.yml, the report's versions.json and index pages."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import jinja2
 from generator.model import ReportMeta, VersionMeta
 from generator.render.assets import BUNDLE as VEGA_BUNDLE
 from generator.render.assets import MODULE as CHARTS_MODULE
+from generator.render.html_config import yaml_html_text
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
 
@@ -18,6 +20,7 @@ _ENV = jinja2.Environment(
     keep_trailing_newline=True,
     autoescape=jinja2.select_autoescape(["html.j2"]),
 )
+_ENV.filters["yaml_html_text"] = yaml_html_text
 
 
 def write_version_index(meta: ReportMeta, out: Path) -> None:
@@ -53,9 +56,10 @@ def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionMet
 
 
 def versions_json(meta: ReportMeta) -> str:
-    """mike's versions.json: newest first, alias "latest" on the newest."""
+    """mike's versions.json: newest first, alias "latest" on the newest; titles HTML-escaped
+    (Material's version selector inserts them as HTML)."""
     entries = [
-        {"version": v.id, "title": v.title[meta.langs[0]], "aliases": ["latest"] if v is meta.latest else []}
+        {"version": v.id, "title": html.escape(v.title[meta.langs[0]]), "aliases": ["latest"] if v is meta.latest else []}
         for v in reversed(meta.versions)
     ]
     return json.dumps(entries, ensure_ascii=False, indent=2) + "\n"
