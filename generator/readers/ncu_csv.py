@@ -47,7 +47,7 @@ DETAILS_LAYOUTS: dict[str, frozenset[str]] = {
 }
 _REQUIRED_DETAILS = ["ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
 _REQUIRED_RAW = ["ID", "Kernel Name"]
-_HEAD = re.compile(rb'^(\xef\xbb\xbf)?(==[A-Z]+==[^\n]*\n|\s*\n)*("?ID"?,|Launch Settings\r?\n|"Kernel Name",)')
+_HEAD = re.compile(rb'^(\xef\xbb\xbf)?(==[A-Z]+==[^\n]*\n|\s*\n)*("?ID"?,|Launch Settings\r?\n|"Kernel Name",|"Process ID",)')
 #: ncu's own message lines (``==PROF== …``, ``==WARNING== …``) before or instead of the CSV.
 _MESSAGE = re.compile(r"^==[A-Z]+==")
 #: First lines of the ncu exports that are not per-launch metrics, and what they are.
@@ -55,6 +55,8 @@ _OTHER_PAGES = {"Launch Settings": "an ncu --page session export (launch setting
                                    "attributes), no per-launch metrics",
                 '"Kernel Name",': "an ncu --page source export (per-instruction counters of one kernel), "
                                   "no per-launch metrics"}
+#: The columns of ncu's ``--print-summary`` export: statistics per kernel over its invocations.
+_SUMMARY = {"Invocations", "Minimum", "Maximum", "Average"}
 
 
 def is_nvtx_column(name: str) -> bool:
@@ -92,6 +94,9 @@ class NcuCsvReader:
             header = next(cells for cells in reader if cells)
         except csv.Error as exc:
             raise InputError(path, f"line {reader.line_num}: {exc}") from None
+        if set(header) >= _SUMMARY:
+            raise InputError(path, "not a kernel-metrics CSV: an ncu --print-summary export (minimum, maximum and "
+                                   "average per kernel over its invocations), no per-launch metrics")
         try:
             if "Metric Name" in header or "Metric Value" in header:
                 layout, launches, gpus = _read_details(header, reader)
@@ -100,7 +105,8 @@ class NcuCsvReader:
         except _RowError as exc:
             raise InputError(path, str(exc)) from None
         if not launches:
-            raise InputError(path, "no launches (header only)")
+            raise InputError(path, f"not a kernel-metrics CSV: only ncu messages ({said[:200]})" if said
+                             else "no launches (header only)")
         rows = []
         for launch in launches:
             try:
