@@ -135,7 +135,7 @@ class _Capture:
                     raise InputError(self.path, f"NVTX range {name!r} not found")
                 if first is not None and first > total:
                     raise InputError(self.path, f"stage {stage!r}: NVTX range {name!r} has {total} "
-                                                f"instance(s), so there is no instance {first}")
+                                                f"instance(s), so there is no instance {stage.split('/')[1]}")
                 counted = total if first is None else min(count or 1, total - first + 1)
                 self.instances[stage] = {"range": name, "total": total, "first": first or 1, "counted": counted}
             yield
