@@ -57,7 +57,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     python = env / "bin" / "python"
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)],
-                   check=True, cwd=root)
+                   check=True, cwd=root, env=_clean_env())  # a PYTHONPATH checkout would count as installed
     site_packages = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                         check=True, capture_output=True, text=True).stdout.strip())
     # the dependencies (pandas, mkdocs, …) from this environment, searched after the wheel's own files
@@ -66,9 +66,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
+def _clean_env() -> dict[str, str]:
+    """This environment without PYTHONPATH/PYTHONHOME: nothing but the venv decides what is installed."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 def _run(python: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    return subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run([str(python), *args], cwd=cwd, env=_clean_env(), capture_output=True, text=True,
+                          timeout=900)
 
 
 def test_installed_wheel_builds_a_report_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
