@@ -35,7 +35,8 @@ from generator.model import (
 )
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
-from generator.readers.base import decompress_xz, naming, read_from
+from generator.readers.base import naming, read_from
+from generator.readers.inflate import decompress_xz
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_instances as nsys_stage_instances

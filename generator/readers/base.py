@@ -14,7 +14,7 @@ from typing import Protocol
 
 from generator.errors import InputError
 from generator.model import Dataset
-from generator.readers.inflate import decompress_xz_to
+from generator.readers.inflate import decompress_xz
 from generator.readers.validate import checked
 
 
@@ -89,12 +89,6 @@ def read_from(dataset: Dataset, path: Path) -> Dataset:
     """``dataset`` (read from a decompressed copy) with provenance naming the file ``path``."""
     dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=sha256_of(path))
     return dataset
-
-
-def decompress_xz(path: Path, dest: Path) -> None:
-    """Write the decompressed content of ``path`` to ``dest``; InputError if it is corrupt,
-    truncated, followed by garbage or a decompression bomb (readers.inflate)."""
-    decompress_xz_to(path, dest)
 
 
 @contextmanager

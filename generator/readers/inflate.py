@@ -63,7 +63,7 @@ def xz_chunks(path: Path) -> Iterator[bytes]:
         raise InputError(path, "corrupt or truncated xz file (the stream does not end)")
 
 
-def decompress_xz_to(path: Path, dest: Path) -> None:
+def decompress_xz(path: Path, dest: Path) -> None:
     """Write the content of ``path`` (.xz) to ``dest``, bounded and strict (:func:`xz_chunks`)."""
     with open(dest, "wb") as out:
         for chunk in xz_chunks(path):
