@@ -44,7 +44,7 @@ def _capture_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra ncu metrics, comma-separated (the report's own metrics are always collected)")
     p.add_argument("--all-launch-configs", action="store_true",
                    help="profile one launch per launch configuration in every stage, not one per (kernel, stage)")
-    p.add_argument("--overhead-runs", type=int, default=3,
+    p.add_argument("--overhead-runs", type=int, default=6,
                    help="iterations timed with and without module ranges during the nsys pass (0: none)")
     p.add_argument("--clock-control", default="none", choices=["none", "base"], help="ncu clock control")
     p.add_argument("--dry-run", action="store_true", help="print the exact commands and exit")

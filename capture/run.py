@@ -46,7 +46,7 @@ class RunConfig:
     ncu_metrics: tuple[str, ...] = cmd.REPORT_METRICS
     clock_control: str = "none"
     all_launch_configs: bool = False  # every launch configuration in every stage, not one launch per (kernel, stage)
-    overhead_runs: int = 3  # iterations timed with and without module ranges during the nsys pass
+    overhead_runs: int = 6  # iterations timed with and without module ranges during the nsys pass
     python: str = field(default_factory=lambda: sys.executable)
 
     def __post_init__(self) -> None:

@@ -2,8 +2,8 @@
 
 Builds the workload, hooks its modules with NVTX ranges (``--module-depth``), runs ``--warmup``
 iterations inside one ``warmup`` NVTX range with stage ranges silenced, then the measured
-iteration with its stage ranges. ``--overhead-runs N`` then times N iterations with and N without
-the module ranges (alternating, stage ranges silenced, inside the NVTX range ``module_overhead``).
+iteration with its stage ranges. ``--overhead-runs N`` then states what the module ranges cost
+(:mod:`capture.workloads.overhead`; stage ranges silenced, inside the NVTX range ``module_overhead``).
 ``--stages-out FILE`` writes, as JSON, the stages the measured iteration entered (in order), the
 module ranges installed and the overhead figures. ``--profile-plan FILE`` (the ncu run) opens the
 profile windows of :mod:`capture.workloads.windows`.
@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
-from capture.workloads import PRESETS, WorkloadError, modules, resolve, stages
+from capture.workloads import PRESETS, WorkloadError, modules, overhead, resolve, stages
 from capture.workloads import params as workload_params
 from capture.workloads.windows import Plan, Windows
-
-OVERHEAD_RANGE = "module_overhead"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -45,31 +42,6 @@ def module_depth(workload: str, params: workload_params.Params) -> int:
     if params.module_depth is not None:
         return params.module_depth
     return modules.PRESET_DEPTH if workload in PRESETS else 0
-
-
-def overhead(iteration, params: workload_params.Params, runs: int, depth: int) -> dict:
-    """Median wall time per stage with and without the module ranges over ``runs`` alternating
-    pairs, and the relative overhead on the sum of the stages."""
-    timed: dict[bool, list[dict[str, float]]] = {False: [], True: []}
-    with stages.quiet(), stages.range_(OVERHEAD_RANGE):
-        for _ in range(runs):
-            for hooked in (False, True):
-                ranges = modules.install(iteration, depth if hooked else 0)
-                with stages.timed({}, lambda: _synchronize(params.device)) as seconds:
-                    iteration()
-                ranges.remove()
-                timed[hooked].append(seconds)
-    names = list(dict.fromkeys(s for run in timed[False] for s in run))
-    med = {h: {s: statistics.median(run.get(s, 0.0) for run in timed[h]) for s in names} for h in timed}
-    total = {h: sum(med[h].values()) for h in med}
-    return {
-        "runs": runs,
-        "stages": {s: {"without_s": med[False][s], "with_s": med[True][s],
-                       "overhead_pct": 100.0 * (med[True][s] / med[False][s] - 1) if med[False][s] else None}
-                   for s in names},
-        "total": {"without_s": total[False], "with_s": total[True],
-                  "overhead_pct": 100.0 * (total[True] / total[False] - 1) if total[False] else None},
-    }
 
 
 def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, plan: Plan | None = None) -> dict:
@@ -98,7 +70,8 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, p
     if windows:
         stages.remove_hook(windows.stage_enter)
         stages.remove_exit_hook(windows.stage_exit)
-    cost = overhead(iteration, params, overhead_runs, depth) if overhead_runs and depth else None
+    cost = (overhead.measure(iteration, lambda: _synchronize(params.device), overhead_runs, depth)
+            if overhead_runs and depth else None)
     return {"stages": entered, "module_ranges": ranges.describe(), "module_overhead": cost,
             "profile_windows": windows.opened if windows else None}
 

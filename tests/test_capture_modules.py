@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from capture.workloads import modules, resolve, stages
+from capture.workloads import modules, overhead, resolve, stages
 from capture.workloads.params import Params
 from capture.workloads.windows import Plan, Windows
 from generator.readers.ncu_rep import nvtx_identity
@@ -103,8 +103,38 @@ def test_stage_of_an_ncu_launch_ignores_module_and_window_ranges() -> None:
     assert names == ["decode", "model [LlamaForCausalLM]", "model.lm_head [Linear]", "target"]
 
 
+def test_overhead_counts_module_calls_per_stage_and_prices_them() -> None:
+    iteration = resolve("llm-decode")(TINY)
+    rec = Recorder()
+    ranges = modules.install(iteration, 5, rec.backend())
+    stages.add_hook(lambda name: rec.events.append("stage " + name))
+    try:
+        iteration()
+    finally:
+        stages._hooks.pop()
+        ranges.remove()
+    expected: dict[str, int] = {}
+    current = None
+    for event in rec.events:
+        if event.startswith("stage "):
+            current = event[6:]
+        elif event.startswith("+"):
+            expected[current] = expected.get(current, 0) + 1
+    cost = overhead.measure(iteration, lambda: None, 3, 5, Recorder().backend())
+    assert cost["runs"] == 3 and list(cost["stages"]) == ["prefill", "decode"]
+    assert {s: f["calls"] for s, f in cost["stages"].items()} == expected and expected["decode"] > 0
+    assert cost["total"]["calls"] == sum(expected.values())
+    per_call = cost["seconds_per_call"]
+    assert 0 < per_call < 1e-3
+    for figures in [*cost["stages"].values(), cost["total"]]:
+        assert figures["direct_pct"] == pytest.approx(100 * figures["calls"] * per_call / figures["without_s"])
+        assert figures["spread_pct"] >= 0 and figures["timed_pct"] is not None
+    assert stages.current is None
+
+
 @pytest.mark.parametrize("run", ["ocr-vlm-eager-v2", "llm-decode-eager", "llm-decode-graph"])
 def test_captures_record_module_ranges_and_their_overhead(run: str) -> None:
+    """These three were captured with the first overhead measure (3 timed pairs, no direct figure)."""
     man = json.loads((ROOT / "examples" / "runs" / run / "manifest.json").read_text())
     ranges, cost = man["module_ranges"], man["module_overhead"]
     assert ranges["domain"] == MODULE_NVTX_DOMAIN and ranges["depth"] == modules.PRESET_DEPTH

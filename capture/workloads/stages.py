@@ -15,6 +15,8 @@ _hooks: list[Callable[[str], None]] = []
 _exit_hooks: list[Callable[[str], None]] = []
 _quiet = 0
 _timer: tuple[dict[str, float], Callable[[], None]] | None = None
+#: The stage the process is in now (set in quiet iterations too), or None between stages.
+current: str | None = None
 
 
 def _nvtx_backend() -> tuple[str, Callable[[str], object], Callable[[], object]]:
@@ -63,6 +65,17 @@ def range_(name: str) -> Iterator[None]:
 @contextmanager
 def stage(name: str) -> Iterator[None]:
     """Run the block inside the NVTX range ``name`` (a measured stage)."""
+    global current
+    outer, current = current, name
+    try:
+        with _stage_body(name):
+            yield
+    finally:
+        current = outer
+
+
+@contextmanager
+def _stage_body(name: str) -> Iterator[None]:
     with _timed(name):
         if _quiet:
             yield
