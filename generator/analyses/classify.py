@@ -38,12 +38,14 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analyses.naming import KernelName
+from generator.analyses.registry import Analysis
 from generator.analyses.roofline import Peaks, as_float, kernel_intensity, roof_position
+from generator.analyses.settings import DEFAULT_MARGIN, DEFAULT_RULE, AnalysisSettings
 from generator.metric_table import CANONICAL_METRIC_NAMES, DISPLAY, NCU_BOTTLENECK_COLUMN
 from generator.model import ALL_STAGES
 
 RULES = ("sol", "roofline", "sm_dram_margin")
-DEFAULT_RULE = "sol"
 COMPUTE, MEMORY, LATENCY, BALANCED, UNKNOWN = (
     "compute-bound", "memory-bound", "latency-bound", "balanced", "unknown")
 #: the classes each rule can give, in display order
@@ -58,7 +60,6 @@ LATENCY_MAX_PCT = 60.0  # both SM and memory below this → latency-bound
 SOL_HIGH_PCT = 80.0  # max(SM, memory) at or above this → bound by the higher one
 SOL_APART_PCT = 10.0  # SM and memory at least this many points apart → bound by the higher one
 SMALL_GRID_WAVES = 1.0  # waves per SM below this → "small grid"
-DEFAULT_MARGIN = 5.0
 
 #: DisplayMetric keys of the class and overall means (summary.json, classification page), in page order
 MEAN_METRICS: tuple[str, ...] = ("sm_throughput_pct", "dram_throughput_pct", "memory_throughput_pct",
@@ -328,3 +329,27 @@ def method_params(rule: str, margin: float, peaks: Peaks) -> dict[str, Any]:
         "ridges": {dp: peaks.ridge(dp) for dp in sorted(peaks.flop_per_s)},
         "peak_source": dict(sorted(peaks.source.items())),
     }
+
+
+def version_kernels(metrics: pd.DataFrame, names: dict[str, KernelName], settings: AnalysisSettings,
+                    peaks: Peaks) -> pd.DataFrame:
+    """The version's profiled kernels, classified by the configured rule."""
+    return classify(profiled_kernels(metrics, names), settings.rule, margin=settings.margin, peaks=peaks)
+
+
+def version_agreement(metrics: pd.DataFrame, names: dict[str, KernelName], settings: AnalysisSettings,
+                      peaks: Peaks) -> dict[str, Any]:
+    """:func:`ncu_agreement` per launch; its disagreements table gains ``friendly_name``."""
+    agreement = ncu_agreement(metrics, settings.rule, margin=settings.margin, peaks=peaks)
+    agreement["disagreements"]["friendly_name"] = [
+        names[n].friendly_name if n in names else n for n in agreement["disagreements"]["name"]]
+    return agreement
+
+
+def version_classification(ncu_metrics: pd.DataFrame, settings: AnalysisSettings, peaks: Peaks) -> dict[str, Any]:
+    """:func:`class_stats` of the classified kernels, with the rule's parameters."""
+    return class_stats(ncu_metrics, settings.rule, method_params(settings.rule, settings.margin, peaks))
+
+
+ANALYSES = [Analysis("ncu_metrics", version_kernels), Analysis("ncu_agreement", version_agreement),
+            Analysis("classification", version_classification)]

@@ -9,13 +9,29 @@ kernel with no partner profiled in that stage of the previous version. Relative 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from generator.analyses.classify import UNKNOWN
 from generator.analyses.kernel_match import match_kernels
+from generator.analyses.registry import Analysis
 from generator.analyses.result import VersionResult
+
+
+@dataclass(frozen=True)
+class VersionFacts:
+    """What a comparison reads of a version (a VersionResult has the same attributes)."""
+
+    version_id: str
+    ncu_metrics: pd.DataFrame
+    top_by_duration: pd.DataFrame
+    classification: dict[str, Any]
+    coverage: dict[str, Any]
+
+
+Compared = VersionResult | VersionFacts
 
 
 def change(previous: float | None, current: float | None) -> dict[str, float | None]:
@@ -29,18 +45,18 @@ def change(previous: float | None, current: float | None) -> dict[str, float | N
     }
 
 
-def _classes(result: VersionResult) -> dict[tuple[str, str], str]:
+def _classes(result: Compared) -> dict[tuple[str, str], str]:
     """(stage, name) → class: a kernel's class in each stage it was profiled in."""
     frame = result.ncu_metrics
     return dict(zip(zip(frame["stage"], frame["name"]), frame["class"])) if len(frame) else {}
 
 
-def _friendly(result: VersionResult) -> dict[str, str]:
+def _friendly(result: Compared) -> dict[str, str]:
     frame = result.ncu_metrics
     return dict(zip(frame["name"], frame["friendly_name"])) if len(frame) else {}
 
 
-def _longest(result: VersionResult) -> dict[str, Any] | None:
+def _longest(result: Compared) -> dict[str, Any] | None:
     top: pd.DataFrame = result.top_by_duration
     if top.empty:
         return None
@@ -53,7 +69,7 @@ def _mean_changes(prev: dict[str, float | None], cur: dict[str, float | None]) -
     return {key: change(prev.get(key), cur.get(key)) for key in sorted(set(prev) | set(cur))}
 
 
-def compare_versions(previous: VersionResult, current: VersionResult) -> dict[str, Any]:
+def compare_versions(previous: Compared, current: Compared) -> dict[str, Any]:
     """Coverage, newly profiled / newly classified kernels, class changes, mean changes, longest kernel."""
     prev_cls, cur_cls = _classes(previous), _classes(current)
     friendly = {**_friendly(previous), **_friendly(current)}
@@ -99,3 +115,16 @@ def compare_versions(previous: VersionResult, current: VersionResult) -> dict[st
             "duration_us": change(prev_long and prev_long["duration_us"], cur_long and cur_long["duration_us"]),
         },
     }
+
+
+def version_comparison(previous: VersionResult | None, version_id: str, ncu_metrics: pd.DataFrame,
+                       top_by_duration: pd.DataFrame, classification: dict[str, Any],
+                       coverage: dict[str, Any]) -> dict[str, Any] | None:
+    """:func:`compare_versions` against the previous version; None for the first."""
+    if previous is None:
+        return None
+    return compare_versions(previous, VersionFacts(version_id, ncu_metrics, top_by_duration, classification,
+                                                   coverage))
+
+
+ANALYSES = [Analysis("comparison", version_comparison)]

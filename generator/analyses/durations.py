@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from generator.analyses.registry import Analysis
+
+#: How many kernels the durations page lists.
+TOP_BY_DURATION_N = 10
 TOP_BY_DURATION_COLUMNS = ["rank", "name", "friendly_name", "class", "duration_us",
                            "max_duration_us", "launches"]
 
@@ -25,3 +29,11 @@ def top_by_duration(kernels: pd.DataFrame, n: int = 10) -> pd.DataFrame:
         "launches": top["launches"].to_numpy(),
     })
     return out[TOP_BY_DURATION_COLUMNS]
+
+
+def longest_kernels(ncu_metrics: pd.DataFrame) -> pd.DataFrame:
+    """The version's TOP_BY_DURATION_N longest profiled kernels (:func:`top_by_duration`)."""
+    return top_by_duration(ncu_metrics, TOP_BY_DURATION_N)
+
+
+ANALYSES = [Analysis("top_by_duration", longest_kernels)]

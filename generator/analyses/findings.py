@@ -19,9 +19,10 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.classify import COMPUTE, LATENCY, MEMORY, SMALL_GRID, UNKNOWN
+from generator.analyses.registry import Analysis
 from generator.analyses.result import Finding
 from generator.analyses.roofline import Peaks
-from generator.model import ALL_STAGES
+from generator.model import ALL_STAGES, VersionInputs
 
 DECODE_STAGE = "decode"
 
@@ -231,3 +232,12 @@ def find(kernels: pd.DataFrame, summary: pd.DataFrame, names: dict[str, Any], pe
     """Every rule over one version's classified profiled kernels and nsys summary."""
     inputs = RuleInputs(kernels, summary, names, peaks)
     return [finding for rule in RULES for finding in rule(inputs)]
+
+
+def version_findings(ncu_metrics: pd.DataFrame, inputs: VersionInputs, names: dict[str, Any],
+                     peaks: Peaks) -> list[Finding]:
+    """Every rule of :data:`RULES` over the version (:func:`find`)."""
+    return find(ncu_metrics, inputs.kernel_summary, names, peaks)
+
+
+ANALYSES = [Analysis("findings", version_findings)]

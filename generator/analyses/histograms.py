@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from generator.analyses.registry import Analysis
 from generator.metric_table import DISPLAY, DISPLAY_METRICS
 
 #: dataset keys (DisplayMetric keys) in page order
@@ -28,3 +29,11 @@ def histogram_datasets(kernels: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "value": values[keep].to_numpy(dtype=float) * metric.scale,
         })
     return out
+
+
+def version_histograms(ncu_metrics: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """:func:`histogram_datasets` of the version's profiled kernels."""
+    return histogram_datasets(ncu_metrics)
+
+
+ANALYSES = [Analysis("histograms", version_histograms)]

@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 
 from generator.analyses.kernel_match import candidates
-from generator.model import ALL_STAGES
+from generator.analyses.registry import Analysis
+from generator.analyses.settings import AnalysisSettings
+from generator.model import ALL_STAGES, VersionInputs
 
 JOIN_COLUMNS = ["summary_stage", "summary_name", "stage_time_pct", "total_ns", "count", "ambiguous"]
 
@@ -65,3 +67,17 @@ def coverage(summary: pd.DataFrame, metrics: pd.DataFrame, top_n: int, stage: st
         "profiled": sum(name in profiled for name in top),
         "missing": [name for name in top if name not in profiled],
     }
+
+
+def joined_metrics(inputs: VersionInputs) -> pd.DataFrame:
+    """The version's per-launch ncu metrics joined to its nsys kernels (:func:`attach_stage_time`)."""
+    return attach_stage_time(inputs.kernel_metrics, inputs.kernel_summary)
+
+
+def version_coverage(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> dict:
+    """:func:`coverage` of the whole capture, plus ``ambiguous``: the ncu names that fit several nsys kernels."""
+    ambiguous = list(dict.fromkeys(metrics.loc[metrics["ambiguous"].astype(bool), "name"]))
+    return {**coverage(inputs.kernel_summary, metrics, settings.top_n), "ambiguous": ambiguous}
+
+
+ANALYSES = [Analysis("metrics", joined_metrics), Analysis("coverage", version_coverage)]

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from generator.analyses.cpp_names import canonical, parse_name
 from generator.analyses.recognizers import DTYPE_CODES, Match, recognize
+from generator.analyses.registry import Analysis
 from generator.languages import LANGS
+from generator.model import ALL_STAGES, VersionInputs
 from generator.resources import TEMPLATES
 
 FAMILIES_PATH = TEMPLATES / "kernel_families.yaml"
@@ -138,3 +141,36 @@ def kernels_yaml(names: Iterable[KernelName]) -> str:
         for k in names
     ]
     return yaml.safe_dump(entries, allow_unicode=True, sort_keys=False, width=4096, default_flow_style=False)
+
+
+def names_by_time(summary: pd.DataFrame, joined: pd.DataFrame) -> list[str]:
+    """Every nsys kernel name, most total time first (all-stages summary first), then the ncu names
+    of launches that joined no nsys kernel (``joined`` = metrics after ``attach_stage_time``).
+
+    Naming numbers colliding friendly names in this order, so the biggest kernel gets "-1".
+    """
+    ranked = summary.sort_values(["stage", "total_ns"], key=lambda col: col != ALL_STAGES
+                                 if col.name == "stage" else -col, kind="stable")
+    unjoined = joined.loc[joined["summary_name"].isna(), "name"]
+    return list(dict.fromkeys([*ranked["name"].dropna(), *unjoined.dropna()]))
+
+
+def version_names(inputs: VersionInputs, metrics: pd.DataFrame) -> dict[str, KernelName]:
+    """Every kernel of the version named (:func:`name_kernels` in :func:`names_by_time` order)."""
+    return name_kernels(names_by_time(inputs.kernel_summary, metrics))
+
+
+def shown_kernels_yaml(names: dict[str, KernelName], top_kernels: dict[str, pd.DataFrame],
+                       ncu_metrics: pd.DataFrame) -> str:
+    """data/kernels.yaml: the kernels the pages show (top kernels of every stage, then profiled ones)."""
+    shown = dict.fromkeys([*(n for top in top_kernels.values() for n in top["name"]), *ncu_metrics["name"]])
+    return kernels_yaml(names[n] for n in shown)
+
+
+def kernel_names(kernels_yaml: str) -> list[dict[str, Any]]:
+    """The kernels.yaml entries as data (the pages' and the comparison's name lookup)."""
+    return yaml.safe_load(kernels_yaml)
+
+
+ANALYSES = [Analysis("names", version_names), Analysis("kernels_yaml", shown_kernels_yaml),
+            Analysis("kernel_names", kernel_names)]

@@ -77,6 +77,11 @@ class VersionResult:
     sweep: SweepResult | None = None  # when the version declares a sweep
     #: stage → which NVTX range instances (or which stats file) its summary counts (VersionInputs.stage_sources)
     stage_sources: dict[str, dict] = field(default_factory=dict)
+    #: every registered analysis's result by its key (analyses.registry); the fields above are the
+    #: ones the pages name, the rest are read here (e.g. by a chart entry)
+    values: dict[str, Any] = field(default_factory=dict)
+    #: keys of the analyses declared ``publish=True``: each is written to data/<key>.csv|json
+    published: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """data/summary.json content (machine-readable, stable keys)."""

@@ -20,7 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from generator.model import GpuInfo
+from generator.analyses.registry import Analysis
+from generator.analyses.settings import AnalysisSettings
+from generator.model import GpuInfo, VersionInputs
 
 #: datapath → (FLOP column, ncu per-cycle peak column)
 DATAPATHS: dict[str, tuple[str, str]] = {
@@ -209,3 +211,25 @@ def roofline_datasets(kernels: pd.DataFrame, peaks: Peaks) -> dict[str, Any]:
         "physical": physical_points(kernels),
         "roofs": roofs(peaks),
     }
+
+
+def locked_sm_clock(manifest: dict | None, metrics: pd.DataFrame) -> float | None:
+    """The SM clock a capture locked for profiling (its ncu command ran with ``--clock-control
+    base``): the median SM frequency its launches measured; None when clocks were not locked."""
+    commands = [c for phase in (manifest or {}).get("phases", []) for c in phase.get("commands", [])]
+    locked = any(a == "--clock-control" and b == "base" for argv in commands for a, b in zip(argv, argv[1:]))
+    frequency = pd.to_numeric(metrics.get("sm_frequency_hz"), errors="coerce") if locked else None
+    return float(frequency.median()) if frequency is not None and frequency.notna().any() else None
+
+
+def version_peaks(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> Peaks:
+    """:func:`device_peaks` of the version's GPU, at the clock its capture locked (if it did)."""
+    return device_peaks(metrics, inputs.gpus, settings.peaks, locked_sm_clock(inputs.manifest, metrics))
+
+
+def version_roofline(ncu_metrics: pd.DataFrame, peaks: Peaks) -> dict[str, Any]:
+    """:func:`roofline_datasets` of the version's profiled kernels."""
+    return roofline_datasets(ncu_metrics, peaks)
+
+
+ANALYSES = [Analysis("peaks", version_peaks), Analysis("roofline", version_roofline)]

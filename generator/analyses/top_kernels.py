@@ -4,8 +4,10 @@ from __future__ import annotations
 import pandas as pd
 
 from generator.analyses.naming import KernelName
+from generator.analyses.registry import Analysis
+from generator.analyses.settings import AnalysisSettings
 from generator.languages import LANGS
-from generator.model import ALL_STAGES, STAT_COLUMNS
+from generator.model import ALL_STAGES, STAT_COLUMNS, VersionInputs
 
 TOP_KERNEL_COLUMNS = [
     "rank", "name", "friendly_name", "library", "category", *(f"description_{lang}" for lang in LANGS),
@@ -54,3 +56,19 @@ def top_kernels(summary: pd.DataFrame, stage: str, n: int, names: dict[str, Kern
         },
         columns=TOP_KERNEL_COLUMNS,
     )
+
+
+def stages_in_order(inputs: VersionInputs) -> list[str]:
+    """"all" first, then the NVTX stages in the order the kernel summary first lists them."""
+    seen = [s for s in dict.fromkeys(inputs.kernel_summary["stage"]) if s != ALL_STAGES]
+    return [ALL_STAGES, *seen]
+
+
+def top_kernels_per_stage(inputs: VersionInputs, stages: list[str], settings: AnalysisSettings,
+                          names: dict[str, KernelName], ncu_metrics: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Stage → its :func:`top_kernels` table (``settings.top_n`` rows at most)."""
+    return {stage: top_kernels(inputs.kernel_summary, stage, settings.top_n, names, ncu_metrics)
+            for stage in stages}
+
+
+ANALYSES = [Analysis("stages", stages_in_order), Analysis("top_kernels", top_kernels_per_stage)]

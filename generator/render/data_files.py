@@ -28,6 +28,13 @@ DATA_FILES: tuple[tuple[str, str], ...] = ((TOP_KERNELS_CSV, "top_kernels"), (KE
                                            (NCU_METRICS_CSV, "ncu_metrics"), (SUMMARY_JSON, "summary"))
 
 
+def published_files(result: VersionResult) -> tuple[tuple[str, str], ...]:
+    """(path under docs/, downloads word key) of each analysis the version publishes
+    (``Analysis(..., publish=True)``): ``data/<key>.csv`` for a table, else ``data/<key>.json``."""
+    return tuple((f"data/{key}.{'csv' if isinstance(result.values[key], pd.DataFrame) else 'json'}", key)
+                 for key in result.published)
+
+
 def json_safe(value: Any) -> Any:
     """JSON-safe and byte-stable: NaN → None, floats to 15 significant digits, numpy → Python."""
     if isinstance(value, dict):
@@ -47,7 +54,8 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_version_data(result: VersionResult, out_dir: Path) -> None:
-    """data/top_kernels.csv, kernels.yaml, ncu_metrics.csv, summary.json under ``out_dir``.
+    """data/top_kernels.csv, kernels.yaml, ncu_metrics.csv, summary.json and the published analyses
+    (:func:`published_files`) under ``out_dir``.
 
     Deterministic bytes: fixed column order, 15-significant-digit floats, sorted JSON keys, no
     timestamps. ``top_kernels.csv`` holds every stage, ``stage`` first, with the seven duration
@@ -62,8 +70,19 @@ def write_version_data(result: VersionResult, out_dir: Path) -> None:
     _write_csv(top[["stage", *[c for c in top.columns if c != "stage"]]], out_dir / TOP_KERNELS_CSV)
     (out_dir / KERNELS_YAML).write_text(result.kernels_yaml, encoding="utf-8")
     _write_csv(result.ncu_metrics.reindex(columns=NCU_METRICS_CSV_COLUMNS), out_dir / NCU_METRICS_CSV)
-    text = json.dumps(json_safe(result.summary()), sort_keys=True, indent=2, ensure_ascii=False)
-    (out_dir / SUMMARY_JSON).write_text(text + "\n", encoding="utf-8")
+    _write_json(result.summary(), out_dir / SUMMARY_JSON)
+    for path, key in published_files(result):
+        value = result.values[key]
+        if isinstance(value, pd.DataFrame):
+            _write_csv(value, out_dir / path)
+        else:
+            _write_json(value, out_dir / path)
+
+
+def _write_json(value: Any, path: Path) -> None:
+    """``value`` as sorted, indented JSON (json_safe numbers)."""
+    text = json.dumps(json_safe(value), sort_keys=True, indent=2, ensure_ascii=False)
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def write_sweep_data(sweep: SweepResult, out_dir: Path) -> Path:

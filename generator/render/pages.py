@@ -20,7 +20,13 @@ from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
-from generator.render.data_files import DATA_FILES, SWEEP_CSV, write_sweep_data, write_version_data
+from generator.render.data_files import (
+    DATA_FILES,
+    SWEEP_CSV,
+    published_files,
+    write_sweep_data,
+    write_version_data,
+)
 from generator.render.findings import render_finding, render_method
 from generator.render.html_config import front_matter_title
 from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
@@ -196,7 +202,8 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         if isinstance(manifest, dict) else [],
         "commands": _commands(manifest) if isinstance(manifest, dict) else [],
         "kernels_yaml": result.kernels_yaml,
-        "data_files": DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.sweep is not None else ()),
+        "data_files": (DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.sweep is not None else ())
+                       + published_files(result)),
         "pages": page_names(result),
     }
 

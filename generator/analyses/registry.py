@@ -1,0 +1,101 @@
+"""The analyses of a report version, discovered and run in dependency order — adding one is one place.
+
+How to add an analysis (nothing else to edit):
+
+1. In any module of ``generator/analyses/`` (a new file is fine), write a pure function. Its
+   parameter names are its inputs: other analyses' keys, or what every version is given
+   (:data:`GIVEN`: ``version_id``, ``inputs`` (model.VersionInputs), ``settings``
+   (settings.AnalysisSettings), ``previous`` (the previous version's VersionResult, or None)).
+   Its return annotation is its typed result.
+2. Declare it at module level::
+
+       ANALYSES = [Analysis("kernel_count", kernel_count, publish=True)]
+
+   ``key`` is the name other analyses (and the pages, as ``result.values[key]``) use for its result.
+   ``publish=True`` also writes the result to ``data/<key>.csv`` (a DataFrame) or ``data/<key>.json``
+   (anything else) beside the version's pages and lists it on the downloads page
+   (generator.render.data_files writes it; the downloads page's description is the word
+   ``downloads.<key>`` of generator/templates/i18n/<lang>.yaml, the key itself when absent).
+
+:func:`analyze` runs every discovered analysis once, each after the ones it reads; a missing input
+or a cycle is an error naming the analysis. Analyses never write files nor render text.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from types import ModuleType
+from typing import Any
+
+#: The names every version provides to its analyses (analyses.version.analyze_version).
+GIVEN: tuple[str, ...] = ("version_id", "inputs", "settings", "previous")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis: ``function``'s parameters name its inputs, its return annotation its result."""
+
+    key: str
+    function: Callable[..., Any]
+    publish: bool = False
+
+    @cached_property
+    def inputs(self) -> tuple[str, ...]:
+        """The keys (analyses' or :data:`GIVEN`) this analysis reads, in parameter order."""
+        return tuple(inspect.signature(self.function).parameters)
+
+    @cached_property
+    def result_type(self) -> Any:
+        """The function's return annotation, resolved in its module (e.g. ``pd.DataFrame``)."""
+        annotation = inspect.signature(self.function).return_annotation
+        return eval(annotation, self.function.__globals__) if isinstance(annotation, str) else annotation
+
+
+def discover(package: ModuleType | None = None) -> list[Analysis]:
+    """Every ``ANALYSES`` entry of the modules of ``package`` (default: generator.analyses), by
+    module name then declaration order; two analyses with one key are an error."""
+    if package is None:
+        package = importlib.import_module(__name__.rsplit(".", 1)[0])
+    found: list[Analysis] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        found += getattr(module, "ANALYSES", [])
+    keys = [a.key for a in found]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1} | (set(keys) & set(GIVEN)))
+    if duplicates:
+        raise ValueError(f"analysis key(s) declared twice or shadowing a given name: {', '.join(duplicates)}")
+    return found
+
+
+def in_order(analyses: Iterable[Analysis], given: Iterable[str] = GIVEN) -> list[Analysis]:
+    """``analyses`` so that each comes after every analysis it reads (stable otherwise)."""
+    pending = list(analyses)
+    known = set(given)
+    keys = {a.key for a in pending}
+    for analysis in pending:
+        missing = [name for name in analysis.inputs if name not in keys and name not in known]
+        if missing:
+            raise ValueError(f"analysis {analysis.key!r} reads {', '.join(missing)}: "
+                             f"neither an analysis nor one of {', '.join(GIVEN)}")
+    ordered: list[Analysis] = []
+    while pending:
+        ready = [a for a in pending if all(name in known for name in a.inputs)]
+        if not ready:
+            raise ValueError(f"analyses depend on each other in a cycle: {', '.join(a.key for a in pending)}")
+        for analysis in ready:
+            ordered.append(analysis)
+            known.add(analysis.key)
+        pending = [a for a in pending if a not in ready]
+    return ordered
+
+
+def analyze(given: dict[str, Any], analyses: Iterable[Analysis] | None = None) -> dict[str, Any]:
+    """Run ``analyses`` (default: every discovered one) on ``given``: key → result."""
+    values = dict(given)
+    for analysis in in_order(discover() if analyses is None else analyses, given):
+        values[analysis.key] = analysis.function(**{name: values[name] for name in analysis.inputs})
+    return {key: value for key, value in values.items() if key not in given}
