@@ -1,9 +1,8 @@
 """SQL over nsys SQLite exports (schemas 2020.3 … 2025.x) and the nsys codes our tables normalize.
 
 Summaries are computed the way ``nsys stats`` reports do (group by name; count, total, mean,
-median, min, max, sample stddev) but in one pass over the events: every event is folded into a
-temporary histogram of (key, duration) → occurrences with an upsert, and the statistics, the
-median included, come from that small histogram. The input file is only read.
+median, min, max, sample stddev): the queries here select the events as (k, grp, key, aux, d)
+rows and :mod:`generator.readers.sqlite_columnar` aggregates them. The input file is only read.
 """
 from __future__ import annotations
 
@@ -19,69 +18,38 @@ MEMCPY_KINDS: dict[int, str] = {
 }
 
 
-# --- the one-pass summary ----------------------------------------------------------------------
+# --- sources (k, grp, key, aux, d) of the summaries (statistics: readers.sqlite_columnar) ----------
 
-CREATE_HIST = """
-CREATE TEMP TABLE hist (k NOT NULL, d INTEGER NOT NULL, n INTEGER NOT NULL, grp, key, aux,
-                        PRIMARY KEY (k, d)) WITHOUT ROWID
-"""
-DROP_HIST = "DROP TABLE IF EXISTS temp.hist"
+#: Every column costs the Arrow conversion time (≈ 0.1 s per million rows): sources whose grp, key
+#: and aux follow from k select (k, d) or (k, aux, d) and name the rest in ``*_PROJECT`` (DuckDB).
+KERNELS_ALL = "SELECT demangledName AS k, shortName AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_KERNEL"
+KERNELS_ALL_PROJECT = "k, NULL AS grp, k AS key, aux, d"
 
-
-def fill_hist(source: str) -> str:
-    """Fold the rows (k, grp, key, aux, d) of ``source`` into temp.hist; one read of the source.
-
-    ``k`` is the one compact value events are grouped by (a one-column key keeps the upsert
-    fast); ``grp`` (stage or style), ``key`` (name) and ``aux`` (short name) depend on ``k`` only
-    and are stored once per histogram row.
-    """
-    return f"""
-INSERT INTO temp.hist (k, d, n, grp, key, aux)
-SELECT k, d, 1, grp, key, aux FROM ({source}) WHERE d IS NOT NULL
-ON CONFLICT (k, d) DO UPDATE SET n = n + 1
-"""
-
-
-#: Per k, with its grp, key and aux: count, total, avg, med, min, max, variance (sample; 0 for one event).
-#: The median is the mean of the two middle values for even counts, as nsys prints it.
-HIST_STATS = """
-WITH c AS (
-    SELECT k, d, n,
-           sum(n) OVER (PARTITION BY k ORDER BY d ROWS UNBOUNDED PRECEDING) AS cum,
-           sum(n) OVER (PARTITION BY k) AS cnt
-    FROM temp.hist
-), s AS (
-    SELECT k, max(cnt) AS count, sum(d * n) AS total, min(d) AS min, max(d) AS max,
-           (min(CASE WHEN cum >= (cnt + 1) / 2 THEN d END)
-            + min(CASE WHEN cum >= cnt / 2 + 1 THEN d END)) / 2.0 AS med
-    FROM c GROUP BY k
-), v AS (
-    SELECT h.k, max(h.grp) AS grp, max(h.key) AS key, max(h.aux) AS aux,
-           sum(h.n * (h.d - s.total * 1.0 / s.count) * (h.d - s.total * 1.0 / s.count)) AS ss
-    FROM temp.hist AS h JOIN s ON s.k = h.k
-    GROUP BY h.k
-)
-SELECT v.grp, v.key, v.aux, s.count, s.total, s.total * 1.0 / s.count AS avg, s.med, s.min, s.max,
-       CASE WHEN s.count > 1 THEN v.ss / (s.count - 1) ELSE 0.0 END AS var
-FROM s JOIN v ON v.k = s.k
-"""
-
-# --- sources (k, grp, key, aux, d) ---------------------------------------------------------------
-
-KERNELS_ALL = """
-SELECT demangledName AS k, ? AS grp, demangledName AS key, shortName AS aux, end - start AS d
+#: The merged ranges of temp.stage_ranges with their stage's index (the DuckDB table ``ranges``).
+STAGE_RANGES = """
+SELECT g.stage, w.idx, g.tid, g.start, g.end FROM temp.stage_ranges AS g JOIN temp.wanted AS w USING (stage)"""
+#: Runtime API calls that can launch work (the DuckDB view ``calls``) …
+RUNTIME_CALLS = """
+SELECT globalTid AS tid, correlationId AS corr, start FROM CUPTI_ACTIVITY_KIND_RUNTIME
+WHERE correlationId IS NOT NULL"""
+#: … and kernels with the process and correlation id of their launch call (the view ``kernels``).
+KERNEL_LAUNCHES = """
+SELECT demangledName AS name, shortName AS aux, correlationId AS corr, globalPid >> 24 AS pid, end - start AS d
 FROM CUPTI_ACTIVITY_KIND_KERNEL"""
-
-#: Kernels whose launch call (runtime API, same process, same correlationId) is in temp.stage_calls;
-#: k packs the stage's index above the 32-bit StringIds id of the name.
-KERNELS_IN_STAGES = """
-SELECT (c.idx << 32) + k.demangledName AS k, c.stage AS grp, k.demangledName AS key, k.shortName AS aux, k.end - k.start AS d
-FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
+#: DuckDB: kernels whose launch call starts inside a merged range of a stage on its thread (the
+#: ranges of one stage and thread are disjoint, so a call is counted once per stage); k packs the
+#: stage's index above the 32-bit StringIds id of the name.
+KERNELS_IN_RANGES = """
+WITH staged AS (
+    SELECT g.idx, g.stage, c.corr, c.tid >> 24 AS pid
+    FROM calls AS c JOIN ranges AS g ON g.tid = c.tid AND g.s <= c.start AND g.e >= c.start
+)
+SELECT (c.idx << 32) + k.name AS k, c.stage AS grp, k.name AS key, k.aux AS aux, k.d AS d
+FROM kernels AS k JOIN staged AS c ON c.corr = k.corr AND c.pid = k.pid
 """
 
-RUNTIME_ALL = """
-SELECT nameId AS k, '' AS grp, nameId AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_RUNTIME"""
+RUNTIME_ALL = "SELECT nameId AS k, end - start AS d FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+RUNTIME_ALL_PROJECT = "k, '' AS grp, k AS key, 0 AS aux, d"
 
 MEMCPY_TIMES = """
 SELECT copyKind AS k, '' AS grp, copyKind AS key, 0 AS aux, end - start AS d FROM CUPTI_ACTIVITY_KIND_MEMCPY"""
@@ -245,7 +213,7 @@ GROUP BY i.stage, i.device
 # --- CUDA graphs ---------------------------------------------------------------------------------
 # With ``nsys --cuda-graph-trace=node`` each replayed kernel is a CUPTI_ACTIVITY_KIND_KERNEL row with
 # ``graphNodeId`` set and the correlationId of its ``cudaGraphLaunch`` call, so the stage of the
-# launch call is the stage of every kernel the replay ran (KERNELS_IN_STAGES needs nothing more).
+# launch call is the stage of every kernel the replay ran (KERNELS_IN_RANGES needs nothing more).
 # With the default ``--cuda-graph-trace=graph`` a replay is one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row
 # (start, end, correlationId) and its kernels are not in the export.
 

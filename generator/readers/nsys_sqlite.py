@@ -1,8 +1,9 @@
 """Nsight Systems SQLite exports (``nsys export --type sqlite``), schemas 2020.3 … 2025.x.
 
 The numbers equal those of ``nsys stats`` reports (cuda_gpu_kern_sum, nvtx_sum, cuda_api_sum,
-cuda_gpu_mem_time_sum / size_sum); ``stage`` works like ``--filter-nvtx``. Everything is
-aggregated inside SQLite (see :mod:`generator.nsys_queries`); the file is opened read-only.
+cuda_gpu_mem_time_sum / size_sum); ``stage`` works like ``--filter-nvtx``. Selections and
+joins run inside SQLite (see :mod:`generator.nsys_queries`), the per-event statistics in DuckDB over
+Arrow batches (:mod:`.sqlite_columnar`); the file is opened read-only.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import adbc_driver_manager
+import duckdb
 import numpy as np
 import pandas as pd
 
@@ -29,7 +32,8 @@ from generator.model import (
     Provenance,
 )
 from generator.readers.base import sha256_of
-from generator.readers.sqlite_file import connect_readonly
+from generator.readers.sqlite_columnar import Columnar
+from generator.readers.sqlite_file import checked_while_read
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -86,6 +90,7 @@ class _Capture:
         self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         #: per stage read so far: {"range", "total", "first", "counted"} NVTX range instances
         self.instances: dict[str, dict[str, object]] = {}
+        self._columnar: Columnar | None = None
         if KERNEL_TABLE not in self.tables or "StringIds" not in self.tables:
             raise InputError(path, f"nsys export without {KERNEL_TABLE} (profile with --trace=cuda)")
 
@@ -101,31 +106,40 @@ class _Capture:
             found.update(self.conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", chunk))
         return found
 
-    def stats(self, source: str, params: Sequence[object] = ()) -> pd.DataFrame:
-        """count/total/avg/med/min/max/stddev with grp, key, aux per k of a (k, grp, key, aux, d) source."""
-        self.conn.execute(q.DROP_HIST)
-        self.conn.execute(q.CREATE_HIST)
-        self.conn.execute(q.fill_hist(source), params)
-        rows = self.conn.execute(q.HIST_STATS).fetchall()
-        self.conn.execute(q.DROP_HIST)
-        frame = pd.DataFrame(rows, columns=["grp", "key", "aux", *_STATS[:-1], "var"])
-        frame["stddev_ns"] = np.sqrt(frame.pop("var").astype(float))
-        for col in _STATS[1:]:
-            frame[col] = frame[col].astype(float)
-        frame["count"] = frame["count"].astype("int64")
-        return frame
+    @property
+    def columnar(self) -> Columnar:
+        """The file's Arrow/DuckDB side (:mod:`.sqlite_columnar`), opened on first use."""
+        if self._columnar is None:
+            self._columnar = Columnar(self.path)
+        return self._columnar
+
+    def stats(self, source: str, project: str = "k, grp, key, aux, d") -> pd.DataFrame:
+        """count/total/avg/med/min/max/stddev with grp, key, aux per k of the SQLite query ``source``,
+        whose rows ``project`` (a DuckDB select list) makes (k, grp, key, aux, d)."""
+        self.columnar.view("rows", source)
+        return _finish_stats(self.columnar.stats(f"SELECT {project} FROM rows"))
+
+    def staged_kernel_stats(self) -> pd.DataFrame:
+        """:meth:`stats` of the kernels launched inside temp.stage_ranges (k = stage index, name)."""
+        ranges = pd.DataFrame(self.conn.execute(q.STAGE_RANGES).fetchall(), columns=["stage", "idx", "tid", "s", "e"])
+        self.columnar.duck.register("ranges", ranges)
+        self.columnar.view("calls", q.RUNTIME_CALLS)
+        self.columnar.view("kernels", q.KERNEL_LAUNCHES)
+        return _finish_stats(self.columnar.stats(q.KERNELS_IN_RANGES))
 
     @contextmanager
-    def staged(self, stages: Sequence[str]) -> Iterator[None]:
-        """temp.stage_calls for ``stages`` while inside; InputError for a range with no launches."""
+    def staged(self, stages: Sequence[str], calls: bool = True) -> Iterator[None]:
+        """temp.stage_ranges (and with ``calls`` temp.stage_calls) for ``stages`` while inside;
+        InputError for a range that is missing."""
         if "NVTX_EVENTS" not in self.tables:
             raise InputError(self.path, f"NVTX range {stages[0]!r} not found (capture has no NVTX trace)")
         self.conn.execute(q.CREATE_WANTED)
         self.conn.executemany(q.INSERT_WANTED, [(s, i, *stage_spec(s)) for i, s in enumerate(stages)])
         self.conn.execute(q.create_stage_ranges())
         self.conn.execute(q.INDEX_STAGE_RANGES)
-        self.conn.execute(q.CREATE_STAGE_CALLS)
-        self.conn.execute(q.INDEX_STAGE_CALLS)
+        if calls:
+            self.conn.execute(q.CREATE_STAGE_CALLS)
+            self.conn.execute(q.INDEX_STAGE_CALLS)
         try:
             totals = dict(self.conn.execute(q.stage_instances()).fetchall())
             for stage in stages:
@@ -155,14 +169,18 @@ def _open(path: str | Path) -> Iterator[_Capture]:
         raise InputError(path, f"cannot read ({exc.strerror})") from None
     if head != SQLITE_MAGIC:
         raise InputError(path, "not an SQLite file")
-    conn = connect_readonly(path)
+    cap: _Capture | None = None
     try:
-        conn.execute("PRAGMA temp_store = MEMORY")
-        yield _Capture(path, conn)
-    except sqlite3.DatabaseError as exc:
+        with checked_while_read(path) as conn:
+            try:
+                conn.execute("PRAGMA temp_store = MEMORY")
+                cap = _Capture(path, conn)
+                yield cap
+            finally:
+                if cap is not None and cap._columnar is not None:
+                    cap._columnar.close()
+    except (sqlite3.DatabaseError, duckdb.Error, adbc_driver_manager.Error) as exc:
         raise InputError(path, f"unreadable nsys SQLite export ({exc})") from None
-    finally:
-        conn.close()
 
 
 _INDEX_LIMIT = 2 ** 62  # no capture has more ranges; larger numbers would not fit SQLite's INTEGER
@@ -178,6 +196,14 @@ def stage_spec(stage: str) -> tuple[str, int | None, int | None]:
     return match["name"], first, count
 
 
+def _finish_stats(frame: pd.DataFrame) -> pd.DataFrame:
+    frame["stddev_ns"] = np.sqrt(frame.pop("var").astype(float))
+    for col in _STATS[1:]:
+        frame[col] = frame[col].astype(float)
+    frame["count"] = frame["count"].astype("int64")
+    return frame
+
+
 def _stage_list(stages: Sequence[str] | None) -> list[str]:
     chosen = [ALL_STAGES] if stages is None else list(dict.fromkeys(stages))
     if not chosen:
@@ -190,10 +216,10 @@ def _kernel_summary(cap: _Capture, stages: Sequence[str] | None) -> pd.DataFrame
     named = [s for s in chosen if s != ALL_STAGES]
     parts = []
     if ALL_STAGES in chosen:
-        parts.append(cap.stats(q.KERNELS_ALL, (ALL_STAGES,)))
+        parts.append(cap.stats(q.KERNELS_ALL, q.KERNELS_ALL_PROJECT).assign(grp=ALL_STAGES))
     if named:
-        with cap.staged(named):
-            parts.append(cap.stats(q.KERNELS_IN_STAGES))
+        with cap.staged(named, calls=False):
+            parts.append(cap.staged_kernel_stats())
     frame = pd.concat(parts, ignore_index=True)
     for stage in named:
         if not (frame["grp"] == stage).any():
@@ -293,7 +319,7 @@ def _nvtx_summary(cap: _Capture) -> pd.DataFrame | None:
 def _api_summary(cap: _Capture) -> pd.DataFrame | None:
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in cap.tables:
         return None
-    frame = cap.stats(q.RUNTIME_ALL)
+    frame = cap.stats(q.RUNTIME_ALL, q.RUNTIME_ALL_PROJECT)
     names = cap.strings(frame["key"])
     # nsys prints API names without their ABI version suffix: cudaLaunchKernel_v7000 → cudaLaunchKernel
     frame["name"] = [_API_VERSION.sub("", names[k]) if k in names else None for k in map(int, frame.pop("key"))]
