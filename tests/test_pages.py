@@ -87,7 +87,7 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
         line = _row(text, f"| {t('metrics.' + key)} |")
         assert line.endswith(f" {n.num(value)} |")
     for kernel in result.ncu_metrics.to_dict("records"):  # one row per kernel and stage
-        stage = t("stage_all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
+        stage = t("stages.all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
         _row(text, f"| {name_cell(kernel['friendly_name'], n.unknown, title=kernel['name'])} | {stage} | "
                    f"{t('classes.' + kernel['class'])} |", n.pct(kernel["sm_throughput_pct"]), n.us(kernel["duration_ns"]))
 
@@ -119,7 +119,7 @@ def test_roofline_peaks_and_points(rendered) -> None:
     n = Numbers("unknown")
     roofs = result.roofline["roofs"]
     _row(text, "| DRAM bandwidth |", n.si(roofs["peak_dram_bytes_per_s"], "B/s"))
-    _row(text, "| Tensor core |", n.si(roofs["ceilings"]["tensor"], "FLOP/s"), n.num(roofs["ridges"]["tensor"]))
+    _row(text, "| Tensor Core |", n.si(roofs["ceilings"]["tensor"], "FLOP/s"), n.num(roofs["ridges"]["tensor"]))
     for point in result.roofline["physical"].to_dict("records"):
         datapath = translator("en")(f"datapaths.{point['datapath']}")
         _row(text, f"| {name_cell(point['friendly_name'], 'unknown', title=point['name'])} | {escape_text(point['stage'])} | ",

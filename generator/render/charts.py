@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,13 +91,19 @@ def _class_column(frame: pd.DataFrame, t: Translate) -> pd.DataFrame:
     return out
 
 
-def _class_scale(t: Translate) -> alt.Scale:
-    return alt.Scale(domain=[t(f"classes.{c}") for c in CLASS_COLORS], range=list(CLASS_COLORS.values()))
+def _class_scale(t: Translate, labels: Iterable[Any]) -> dict[str, list[str]]:
+    """Colour scale of the classes among ``labels`` only (a legend lists what is drawn), in class order."""
+    present = {str(label) for label in labels}
+    pairs = [(t(f"classes.{c}"), color) for c, color in CLASS_COLORS.items() if t(f"classes.{c}") in present]
+    return {"domain": [label for label, _ in pairs], "range": [color for _, color in pairs]}
 
 
-def _datapath_labels(t: Translate) -> tuple[list[str], list[str], list[str]]:
-    labels = [t(f"datapaths.{d}") for d in DATAPATH_SHAPES]
-    return labels, list(DATAPATH_SHAPES.values()), list(DATAPATH_COLORS.values())
+def _datapath_labels(t: Translate, present: Iterable[Any]) -> tuple[list[str], list[str], list[str]]:
+    """Labels, shapes and colours of the datapaths among ``present`` (points or roofs drawn) only."""
+    drawn = {str(d) for d in present}
+    keys = [d for d in DATAPATH_SHAPES if d in drawn]
+    return ([t(f"datapaths.{d}") for d in keys], [DATAPATH_SHAPES[d] for d in keys],
+            [DATAPATH_COLORS[d] for d in keys])
 
 
 def _base(data: list[dict[str, Any]]) -> alt.Chart:
@@ -140,7 +146,7 @@ def histogram_charts(datasets: Mapping[str, tuple[pd.DataFrame, str]], t: Transl
         x2="bin_end:Q",
         y=alt.Y("stack_low:Q", title=t("charts.kernels"), axis=alt.Axis(tickMinStep=1)),
         y2="stack:Q",
-        color=alt.Color("class_label:N", title=t("columns.class"), scale=_class_scale(t)),
+        color=alt.Color("class_label:N", title=t("columns.class"), scale=alt.Scale(**_class_scale(t, []))),
         tooltip=[
             alt.Tooltip("friendly_name:N", title=t("columns.kernel")),
             alt.Tooltip("class_label:N", title=t("columns.class")),
@@ -151,8 +157,9 @@ def histogram_charts(datasets: Mapping[str, tuple[pd.DataFrame, str]], t: Transl
     charts = {}
     for chart_slug, (values, axis_title) in datasets.items():
         spec = json.loads(text.replace(json.dumps(_TITLE), json.dumps(axis_title)))
-        spec["data"]["values"] = chart_records(_class_column(values.reindex(columns=["friendly_name", "class",
-                                                                                 "value"]), t))
+        frame = _class_column(values.reindex(columns=["friendly_name", "class", "value"]), t)
+        spec["data"]["values"] = chart_records(frame)
+        spec["encoding"]["color"]["scale"] = _class_scale(t, frame["class_label"])
         charts[chart_slug] = Chart(chart_slug, spec)
     return charts
 
@@ -170,14 +177,16 @@ def _metric_tooltips(t: Translate) -> list[alt.Tooltip]:
 def normalized_roofline_chart(chart_slug: str, points: pd.DataFrame, t: Translate) -> Chart:
     """SM throughput % of peak against memory throughput % of peak, one point per kernel."""
     cols = ["friendly_name", "class", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"]
-    data = chart_records(_class_column(points.reindex(columns=cols), t))
+    frame = _class_column(points.reindex(columns=cols), t)
+    data = chart_records(frame)
     axis = alt.Scale(domain=[0, 100])
     diagonal = alt.Chart(alt.Data(values=[{"v": 0}, {"v": 100}])).mark_line(
         strokeDash=[4, 4], color="#999999").encode(x="v:Q", y="v:Q")
     dots = _base(data).mark_point(filled=True, size=70, opacity=0.85).encode(
         x=alt.X("memory_throughput_pct:Q", scale=axis, title=t("charts.memory_pct_axis")),
         y=alt.Y("sm_throughput_pct:Q", scale=axis, title=t("charts.sm_pct_axis")),
-        color=alt.Color("class_label:N", title=t("columns.class"), scale=_class_scale(t)),
+        color=alt.Color("class_label:N", title=t("columns.class"),
+                        scale=alt.Scale(**_class_scale(t, frame["class_label"]))),
         tooltip=_metric_tooltips(t),
     )
     return Chart(chart_slug, chart_spec(alt.layer(diagonal, dots).properties(width=WIDTH, height=HEIGHT)))
@@ -206,13 +215,15 @@ def _roof_lines(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate) ->
 
 def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate,
                      kernel_filter: alt.Parameter | None = None) -> alt.LayerChart:
-    labels, shapes, colors = _datapath_labels(t)
     frame = _class_column(points.reindex(columns=["friendly_name", "class", "datapath",
                                                   "arithmetic_intensity", "achieved_flop_per_s",
                                                   "flop", "dram_bytes"]), t)
     frame["datapath_label"] = [t(f"datapaths.{d}", default=str(d)) for d in frame["datapath"]]
     frame = frame[(pd.to_numeric(frame["arithmetic_intensity"]) > 0)
                   & (pd.to_numeric(frame["achieved_flop_per_s"]) > 0)]
+    lines = _roof_lines(frame, roofs, t)
+    labels, shapes, colors = _datapath_labels(t, [*frame["datapath"], *((roofs.get("ceilings") or {}) if lines
+                                                                         else ())])
     x_title, y_title = t("charts.ai_axis"), t("charts.flops_axis")
     encode = {
         "x": alt.X("arithmetic_intensity:Q", scale=alt.Scale(type="log"), title=x_title),
@@ -231,7 +242,6 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
         ],
     }
     layers: list[alt.Chart] = []
-    lines = _roof_lines(frame, roofs, t)
     if lines:
         layers.append(alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=1.5).encode(
             x=alt.X("ai:Q", scale=alt.Scale(type="log"), title=x_title),

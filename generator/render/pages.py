@@ -164,7 +164,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         return "" if item is None else ch.chart_block(item, lang, escape_text(t(alt_key, **fields)))
 
     def stage_name(stage: str) -> str:
-        return t("stage_all") if stage == ALL_STAGES else escape_text(stage)
+        return t("stages.all") if stage == ALL_STAGES else escape_text(stage)
 
     def cls(value: Any) -> str:
         return unknown if is_missing(value) else t(f"classes.{value}", default=escape_text(str(value)))

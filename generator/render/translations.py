@@ -1,4 +1,6 @@
-"""The words of the pages and charts: generator/templates/i18n/<lang>.yaml, looked up by dotted key."""
+"""The words of the pages and charts: generator/templates/i18n/<lang>.yaml, looked up by dotted key, and the
+terms of generator/templates/glossary.yaml (classes, qualifiers, datapaths, metrics, stages, units, terms),
+one word per concept and language, shared by the page, chart and finding templates."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -7,7 +9,10 @@ from typing import Any
 
 import yaml
 
+from generator.languages import LANGS
 from generator.resources import TEMPLATES
+
+GLOSSARY_FILE = "glossary.yaml"
 
 
 @cache
@@ -15,12 +20,34 @@ def _words(lang: str) -> dict[str, Any]:
     return yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))
 
 
+@cache
+def glossary() -> dict[str, dict[str, dict[str, Any]]]:
+    """generator/templates/glossary.yaml: section → key → {en, zh, avoid?}."""
+    return yaml.safe_load((TEMPLATES / GLOSSARY_FILE).read_text(encoding="utf-8"))
+
+
+def term(key: str, lang: str, default: str | None = None) -> str:
+    """The glossary's word for ``section.key`` in ``lang`` (the default language's where it has none)."""
+    section, _, name = key.partition(".")
+    entry = glossary().get(section, {}).get(name)
+    if entry is None:
+        if default is not None:
+            return default
+        raise KeyError(f"generator/templates/{GLOSSARY_FILE} has no {key!r}")
+    return str(entry.get(lang, entry[LANGS[0]]))
+
+
 def translator(lang: str) -> Callable[..., str]:
-    """``t("a.b", **fields)``: the words at key ``a.b`` of generator/templates/i18n/<lang>.yaml, formatted
-    with ``fields``; a missing key is an error unless ``default`` is given."""
+    """``t("a.b", **fields)``: the words at key ``a.b`` of generator/templates/i18n/<lang>.yaml, or the glossary's
+    term when ``a`` is one of its sections, formatted with ``fields``; a missing key is an error unless
+    ``default`` is given."""
     words = _words(lang)
+    sections = glossary().keys()
 
     def t(key: str, default: str | None = None, **fields: Any) -> str:
+        if key.partition(".")[0] in sections:
+            found = term(key, lang, default)
+            return found.format(**fields) if fields else found
         node: Any = words
         for part in key.split("."):
             if not isinstance(node, dict) or part not in node:

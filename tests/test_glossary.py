@@ -1,0 +1,134 @@
+"""One glossary (generator/templates/glossary.yaml) for the report's terms: Chinese pages use its Chinese word
+for every concept it lists, never the English one nor an avoided synonym; chart legends list only what is drawn."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from conftest import BuiltSite
+
+from generator.render.translations import glossary, translator
+from generator.resources import TEMPLATES
+
+#: Markup whose text is data or code, not words of the report: front matter, fences, chart specs, name cells,
+#: remaining tags, inline code, link targets.
+_NOT_PROSE = (
+    (re.compile(r"\A---\n.*?\n---\n", re.S), ""),
+    (re.compile(r"^(`{3,}).*?^\1", re.S | re.M), ""),
+    (re.compile(r"<script.*?</script>", re.S), ""),
+    (re.compile(r'<span class="kr-(?:name|raw)"[^>]*>.*?</span>', re.S), ""),
+    (re.compile(r"<[^>]+>"), ""),
+    (re.compile(r"`[^`\n]*`"), ""),
+    (re.compile(r"\]\([^)\s]*\)"), "]"),
+)
+
+
+def _prose(markdown: str, data_words: set[str]) -> str:
+    """The page's own words: markup, code and data text (kernel and stage names, as escaped on the page) removed."""
+    text = markdown
+    for pattern, repl in _NOT_PROSE:
+        text = pattern.sub(repl, text)
+    for word in sorted(data_words, key=len, reverse=True):
+        text = text.replace(word, "")
+    return text
+
+
+def _wrong_words(lang: str) -> dict[str, str]:
+    """Word that must not appear on ``lang`` pages → the glossary key whose word replaces it: the English word of
+    every entry translated differently, and every avoided synonym."""
+    wrong: dict[str, str] = {}  # Latin words case-insensitively: one key per spelling
+    for section, entries in glossary().items():
+        for key, entry in entries.items():
+            word = entry.get(lang, entry["en"])
+            if entry["en"].lower() not in word.lower() and re.search("[A-Za-z]", entry["en"]):
+                wrong.setdefault(entry["en"].lower(), f"{section}.{key}")
+            for word in (entry.get("avoid") or {}).get(lang, []):
+                wrong.setdefault(word.lower(), f"{section}.{key}")
+    return wrong
+
+
+def _findings(text: str, wrong: dict[str, str]) -> list[str]:
+    hits = []
+    for word, key in wrong.items():
+        latin = re.search("[A-Za-z]", word)
+        pattern = (r"(?<![A-Za-z])" + re.escape(word) + r"(?![A-Za-z])") if latin else re.escape(word)
+        for match in re.finditer(pattern, text, flags=re.IGNORECASE if latin else 0):
+            line = text[: match.start()].count("\n")
+            hits.append(f"{word!r} (use {key}): {text.splitlines()[line].strip()[:120]}")
+    return hits
+
+
+def _data_words(docs: Path) -> set[str]:
+    """Kernel friendly names and stage names of the version, as the pages escape them."""
+    from generator.render.markdown import escape_text
+
+    kernels = yaml.safe_load((docs / "data" / "kernels.yaml").read_text(encoding="utf-8")) or []
+    tops = pd.read_csv(docs / "data" / "top_kernels.csv")
+    names = {str(k["friendly_name"]) for k in kernels} | {str(s) for s in tops["stage"].dropna()}
+    return names | {escape_text(n) for n in names}
+
+
+def test_glossary_entries_are_complete_and_one_word_per_concept() -> None:
+    words = glossary()
+    for section in ("classes", "qualifiers", "datapaths", "metrics", "stages", "units", "terms"):
+        assert words[section], section
+        for key, entry in words[section].items():
+            assert set(entry) <= {"en", "zh", "avoid"} and entry.get("en") and entry.get("zh"), f"{section}.{key}"
+            assert entry["zh"] not in (entry.get("avoid") or {}).get("zh", []), f"{section}.{key}"
+    for section in ("classes", "datapaths", "metrics"):  # no two concepts share a word
+        for lang in ("en", "zh"):
+            values = [e[lang] for e in words[section].values()]
+            assert len(values) == len(set(values)), (section, lang)
+    # the translation files hold no glossary section: one place for each term
+    for lang in ("en", "zh"):
+        i18n = yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))
+        assert not set(i18n) & set(words), lang
+    t = translator("zh")
+    assert (t("classes.compute-bound"), t("datapaths.tensor"), t("terms.tensor_core")) == ("计算受限", "张量核", "张量核")
+
+
+def test_the_check_finds_english_and_avoided_words() -> None:
+    """The scan below can fail: it finds a planted English class, an avoided synonym and "Tensor Core" in prose,
+    and ignores the same words inside a kernel-name cell, inline code or a data name."""
+    wrong = _wrong_words("zh")
+    page = ("分类：compute-bound 与 计算密集型；使用 Tensor Core。\n"
+            '<span class="kr-name" title="x">Memory-bound kernel</span> `balanced` Elementwise Add\n')
+    hits = _findings(_prose(page, {"Elementwise Add"}), wrong)
+    assert sorted(h.split(" (use ")[0] for h in hits) == ["'compute-bound'", "'tensor core'", "'计算密集'"], hits
+
+
+def _specs(page: Path) -> list[dict]:
+    found = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page.read_text(encoding="utf-8"))
+    return [json.loads(s) for s in found]
+
+
+def _color_legends(spec: dict) -> list[tuple[list[str], str, list[dict]]]:
+    """(legend domain, field, data rows) of every layer with an explicit colour or shape domain."""
+    out = []
+    for layer in [spec, *spec.get("layer", [])]:
+        rows = (layer.get("data") or spec.get("data") or {}).get("values", [])
+        for channel in ("color", "shape"):
+            enc = (layer.get("encoding") or {}).get(channel) or {}
+            if isinstance(enc.get("scale"), dict) and "domain" in enc["scale"] and "field" in enc:
+                out.append((enc["scale"]["domain"], enc["field"], rows))
+    return out
+
+
+def test_legends_list_only_what_is_drawn(example_site: BuiltSite) -> None:
+    """Every class or datapath a legend names is drawn (a point, bar cell or roof line of the chart carries it);
+    the EN and ZH example charts of both versions."""
+    checked = 0
+    for page in sorted(example_site.src.rglob("*.md")):
+        for spec in _specs(page):
+            legends = _color_legends(spec)
+            drawn: dict[str, set[str]] = {}
+            for _, field, rows in legends:
+                drawn.setdefault(field, set()).update(str(r.get(field)) for r in rows)
+            for domain, field, _ in legends:
+                if domain and all(isinstance(d, str) for d in domain):
+                    checked += 1
+                    assert set(domain) <= drawn[field], (page.name, field, sorted(set(domain) - drawn[field]))
+    assert checked >= 20
