@@ -172,6 +172,9 @@ class VersionInputs:
     #: instances of an nsys SQLite export, {"file": name} of an nsys stats file labelled as the stage,
     #: or {"union": [stages]} for the ALL_STAGES summary of a capture run (its measured stages together)
     stage_sources: dict[str, dict] = field(default_factory=dict)
+    #: per stage, what ran inside CUDA graphs (nsys_sqlite.GRAPH_COLUMNS) where an nsys SQLite
+    #: export gave the stage; empty when none did
+    graphs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass(frozen=True)

@@ -251,6 +251,21 @@ ORDER BY w.idx
 """
 
 
+def graph_capture_totals(node_column: bool, graph_trace: bool, runtime: bool) -> str:
+    """The whole capture's row of :func:`graph_stage_summary` (no NVTX restriction): the same
+    columns over every launch of the file, ``stage`` bound as the one parameter."""
+    node = "graphNodeId IS NOT NULL" if node_column else "0"
+    launches = f"""(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS s ON s.id = r.nameId
+     WHERE s.value = '{GRAPH_LAUNCH_API}' OR s.value LIKE '{GRAPH_LAUNCH_API}\\_v%' ESCAPE '\\')""" if runtime else "0"
+    trace = ("(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE), "
+             "(SELECT coalesce(sum(end - start), 0) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE)") if graph_trace else "0, 0"
+    return f"""
+SELECT ?, {launches}, coalesce(sum({node}), 0), coalesce(sum(CASE WHEN {node} THEN end - start ELSE 0 END), 0),
+       count(*), coalesce(sum(end - start), 0), {trace}
+FROM CUPTI_ACTIVITY_KIND_KERNEL
+"""
+
+
 # --- NVTX module ranges (capture --module-depth) ---------------------------------------------------
 
 

@@ -77,6 +77,10 @@ class VersionResult:
     sweep: SweepResult | None = None  # when the version declares a sweep
     #: stage → which NVTX range instances (or which stats file) its summary counts (VersionInputs.stage_sources)
     stage_sources: dict[str, dict] = field(default_factory=dict)
+    #: GPU time per stage: share, top-N share, CUDA graph time and replays (stage_time.STAGE_TIME_COLUMNS)
+    stage_time: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: GPU time per stage and library (stage_time.STAGE_LIBRARY_COLUMNS)
+    stage_libraries: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: every registered analysis's result by its key (analyses.registry); the fields above are the
     #: ones the pages name, the rest are read here (e.g. by a chart entry)
     values: dict[str, Any] = field(default_factory=dict)

@@ -38,6 +38,8 @@ from generator.readers import read
 from generator.readers.base import naming, read_from
 from generator.readers.inflate import decompress_xz
 from generator.readers.ncu_rep import kernel_metrics_frame
+from generator.readers.nsys_sqlite import GRAPH_COLUMNS
+from generator.readers.nsys_sqlite import graph_summary as nsys_graph_summary
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_instances as nsys_stage_instances
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
@@ -82,6 +84,10 @@ class InputCache:
     def stage_instances(self, path: Path, stages: tuple[str, ...]) -> dict[str, dict]:
         """Which NVTX range instances each stage of an nsys SQLite export counts (nsys_sqlite.stage_instances)."""
         return self._on_plain(path, lambda plain: nsys_stage_instances(plain, list(stages)))
+
+    def graph_summary(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
+        """What ran inside CUDA graphs per stage of an nsys SQLite export (nsys_sqlite.graph_summary)."""
+        return self._on_plain(path, lambda plain: nsys_graph_summary(plain, list(stages)))
 
     def stage_timeline(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
         """GPU timeline figures of an nsys SQLite export per stage (nsys_sqlite.stage_timeline)."""
@@ -175,6 +181,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     others: list[Dataset] = []
     manifests = []
     sources: dict[str, dict] = {}  # stage → where its summary came from (which range instances / which file)
+    graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     for run in version.runs:
         manifest = load_manifest(run)
         manifests.append(manifest)
@@ -188,6 +195,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             sources[ALL_STAGES] = {"union": list(stages)}
         else:  # a workload without stages: the whole capture is the measured work
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
+        graphs.append(cache.graph_summary(sqlite, stages or (ALL_STAGES,)))
         others.append(nsys)
         metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
         for suffix in NCU_PASSES[1:]:  # a retry pass over kernels the first one missed, when there was one
@@ -199,6 +207,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             dataset = cache.read(path, entry.stage)
             summaries.append(dataset.kernel_summary)
             others.append(dataset)
+            if dataset.provenance.format == "nsys-sqlite":
+                graphs.append(cache.graph_summary(path, (entry.stage or ALL_STAGES,)))
             if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(cache.stage_instances(path, (entry.stage,)))
             elif entry.stage is not None:
@@ -222,7 +232,21 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
         stage_sources=sources,
+        graphs=_concat_graphs(graphs),
     )
+
+
+def _concat_graphs(graphs: list[pd.DataFrame]) -> pd.DataFrame:
+    """Every stage's CUDA graph figures; without a whole-capture row, "all" is the stages' sum (the
+    union, as for kernel summaries)."""
+    frames = [g for g in graphs if len(g)]
+    if not frames:
+        return pd.DataFrame(columns=GRAPH_COLUMNS)
+    table = pd.concat(frames, ignore_index=True)
+    if not (table["stage"] == ALL_STAGES).any():
+        union = table.drop(columns="stage").sum().to_frame().T.assign(stage=ALL_STAGES)
+        table = pd.concat([union[GRAPH_COLUMNS], table], ignore_index=True)
+    return table
 
 
 def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str) -> pd.DataFrame:

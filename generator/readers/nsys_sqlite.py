@@ -404,11 +404,22 @@ READER = NsysSqliteReader()
 
 def graph_summary(path: str | Path, stages: Sequence[str]) -> pd.DataFrame:
     """Per stage: CUDA graph launches, kernels that ran inside graphs and their GPU time, all
-    kernel time, and whole-graph rows (GRAPH_COLUMNS, stages in the order given)."""
-    with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))):
-        node = "graphNodeId" in cap.columns(KERNEL_TABLE)
-        rows = cap.conn.execute(q.graph_stage_summary(node, GRAPH_TRACE_TABLE in cap.tables)).fetchall()
-    return pd.DataFrame(rows, columns=GRAPH_COLUMNS)
+    kernel time, and whole-graph rows (GRAPH_COLUMNS, stages in the order given; ALL_STAGES = the
+    whole capture, every launch of the file)."""
+    chosen = _stage_list(stages)
+    named = [s for s in chosen if s != ALL_STAGES]
+    with _open(path) as cap:
+        node, trace = "graphNodeId" in cap.columns(KERNEL_TABLE), GRAPH_TRACE_TABLE in cap.tables
+        rows = []
+        if ALL_STAGES in chosen:
+            runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" in cap.tables
+            rows += cap.conn.execute(q.graph_capture_totals(node, trace, runtime), (ALL_STAGES,)).fetchall()
+        if named:
+            with cap.staged(named):
+                rows += cap.conn.execute(q.graph_stage_summary(node, trace)).fetchall()
+    order = {s: i for i, s in enumerate(chosen)}
+    frame = pd.DataFrame(rows, columns=GRAPH_COLUMNS)
+    return frame.sort_values("stage", key=lambda col: col.map(order)).reset_index(drop=True)
 
 
 @contextmanager

@@ -134,6 +134,32 @@ def top_kernels_chart(chart_slug: str, top: pd.DataFrame, t: Translate) -> Chart
     return Chart(chart_slug, chart_spec(chart))
 
 
+def stage_time_chart(chart_slug: str, libraries: pd.DataFrame, stage_labels: Mapping[str, str],
+                     t: Translate) -> Chart:
+    """Horizontal bars: GPU time of each stage (capture order), stacked by library."""
+    order = list(stage_labels.values())
+    frame = libraries[libraries["stage"].isin(list(stage_labels))]
+    data = chart_records(pd.DataFrame({
+        "stage": [stage_labels[s] for s in frame["stage"]],
+        "library": frame["library"].to_list(),
+        "total_ms": (pd.to_numeric(frame["kernel_ns"]) / 1e6).to_list(),
+        "pct": frame["pct"].to_list(),
+    }))
+    chart = _base(data).mark_bar().encode(
+        y=alt.Y("stage:N", sort=order, title=None),
+        x=alt.X("total_ms:Q", stack="zero", title=t("charts.gpu_time_ms")),
+        color=alt.Color("library:N", title=t("columns.library")),
+        order=alt.Order("total_ms:Q", sort="descending"),
+        tooltip=[
+            alt.Tooltip("stage:N", title=t("columns.stage")),
+            alt.Tooltip("library:N", title=t("columns.library")),
+            alt.Tooltip("total_ms:Q", title=t("columns.total_ms"), format=",.3f"),
+            alt.Tooltip("pct:Q", title=t("columns.pct_of_stage"), format=".2f"),
+        ],
+    ).properties(height=max(80, 40 * len(order)))
+    return Chart(chart_slug, chart_spec(chart))
+
+
 def histogram_charts(datasets: Mapping[str, tuple[pd.DataFrame, str]], t: Translate) -> dict[str, Chart]:
     """Histograms (slug → (values, axis title)) built of one stacked cell per kernel, so each
     cell carries that kernel's tooltip. One Altair spec is built and filled per dataset."""

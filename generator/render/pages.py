@@ -124,6 +124,14 @@ def _kernel_list(kernels: tuple[str, ...], unknown: str, t: Callable[..., str]) 
     return shown + (t("findings.more", count=rest) if rest > 0 else "")
 
 
+def whole_graph_rows(stage_time: pd.DataFrame) -> list[dict[str, Any]]:
+    """Stages with replays traced only as whole graphs; the "all" row only when no stage names them
+    (a whole-capture input: otherwise it is their sum)."""
+    found = stage_time[stage_time["whole_graph_launches"].fillna(0) > 0]
+    staged = found[found["stage"] != ALL_STAGES]
+    return rows(staged if len(staged) else found)
+
+
 def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.Chart | None]:
     """Every chart of the version, keyed as the templates refer to them (None: no data)."""
     charts: dict[str, ch.Chart | None] = {}
@@ -132,6 +140,10 @@ def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.C
         key = f"top-{index}"
         charts[key] = (ch.top_kernels_chart(f"top-{index}-{ch.slug(stage)}", top, t)
                        if top is not None and len(top) else None)
+    staged = [s for s in result.stages if s != ALL_STAGES]
+    libraries = result.stage_libraries
+    charts["stage-time"] = (ch.stage_time_chart("stage-time", libraries, {s: s for s in staged}, t)
+                            if staged and len(libraries) else None)
     histograms = ch.histogram_charts({f"hist-{ch.slug(key)}": (values, t(f"metrics.{key}", default=key))
                                       for key, values in result.histograms.items() if len(values)}, t)
     for key in result.histograms:
@@ -195,6 +207,8 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "method_text": render_method(result.classification["rule"], result.classification.get("params", {}),
                                      lang),
         "is_missing": is_missing,
+        "has_chart": lambda key: charts.get(key) is not None,
+        "whole_graph_rows": whole_graph_rows,
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
         "file_name": lambda path: escape_text(Path(str(path)).name),
         "sha": lambda value: unknown if is_missing(value) else str(value)[:SHA_PREFIX],
