@@ -10,6 +10,8 @@ import yaml
 
 from capture.tools import CaptureError
 from capture.workloads.params import Params
+from generator.languages import LANGS
+from generator.resources import TEMPLATES
 
 _TYPES = {f.name: f.type for f in fields(Params)}
 
@@ -53,7 +55,7 @@ def report_yaml(workload: str, grid: dict[str, list], runs: list[tuple[dict, str
     """A complete report (``python -m generator build`` takes it as is): one version ``sweep``
     whose ``sweep:`` lists each config with its run directory; the first config is the baseline."""
     axes = " × ".join(grid)
-    title = {"en": f"{workload} sweep: {axes}", "zh": f"{workload} 参数扫描：{axes}"}
+    title = {lang: _title_words(lang).format(workload=workload, axes=axes) for lang in LANGS}
     version = {
         "id": "sweep",
         "title": dict(title),  # a copy: yaml would otherwise write an anchor and an alias
@@ -66,6 +68,12 @@ def report_yaml(workload: str, grid: dict[str, list], runs: list[tuple[dict, str
     }
     report = {"id": f"{workload.replace(':', '-')}-sweep", "title": title, "versions": [version]}
     return yaml.safe_dump(report, allow_unicode=True, sort_keys=False)
+
+
+def _title_words(lang: str) -> str:
+    """The sweep report's title in ``lang`` (``sweep.report_title`` of generator/templates/i18n/<lang>.yaml)."""
+    words = yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))
+    return str(words["sweep"]["report_title"])
 
 
 def write_report(sweep_dir: Path, workload: str, grid: dict[str, list], runs: list[tuple[dict, str]]) -> Path:

@@ -16,7 +16,7 @@ from functools import cache
 import cpp_demangle
 
 from generator.analyses.cpp_names import canonical, parse_name
-from generator.analyses.naming import families
+from generator.analyses.family_words import families
 from generator.analyses.recognizers import recognize
 
 #: how much of a cut-off argument list is compared (ncu/nsys cut names mid-argument)

@@ -8,20 +8,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import pandas as pd
 import yaml
 
 from generator.analyses.cpp_names import canonical, parse_name
+from generator.analyses.family_words import families, fragment
 from generator.analyses.recognizers import DTYPE_CODES, Match, recognize
 from generator.analyses.registry import Analysis
 from generator.languages import LANGS
 from generator.model import ALL_STAGES, VersionInputs
-from generator.resources import TEMPLATES
 
-FAMILIES_PATH = TEMPLATES / "kernel_families.yaml"
 CATEGORIES = (
     "gemv", "gemm", "attention", "elementwise", "reduce", "norm", "softmax", "copy", "cat",
     "index", "conv", "moe", "comm", "triton", "other",
@@ -36,13 +34,6 @@ class KernelName:
     category: str  # one of CATEGORIES
     data_shape: dict  # {"generic": str|None, "fixed": dict|None, "tiled": dict|None}
     description: dict  # {lang: str} for every language of generator.languages
-
-
-@cache
-def families() -> dict[str, Any]:
-    """generator/templates/kernel_families.yaml, loaded once."""
-    with open(FAMILIES_PATH, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
 
 
 def _words(match: Match) -> tuple[dict, dict]:
@@ -113,7 +104,7 @@ def name_kernels(raw_names: Iterable[str]) -> dict[str, KernelName]:
         extra = _distinguishing_args(members)
         for i, raw in enumerate(members):
             _, label, details = labelled[raw]
-            tag = [f"template={extra[i]}"] if extra else []
+            tag = [fragment("template", value=extra[i])] if extra else []
             friendly[raw] = _friendly(f"{label}-{i + 1}", details + tag)
     taken: set[str] = set()
     result = {}

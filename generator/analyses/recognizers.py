@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.analyses.cpp_names import ParsedName, canonical, parse_name
+from generator.analyses.family_words import fragment
 
 _ID = r"(?<![A-Za-z0-9])"  # identifier edge where '_' separates tokens
 _DTYPES_CPP = (
@@ -290,7 +291,7 @@ def _flash(p: ParsedName, raw: str) -> Match | None:
         if not t:
             return Match("fmha_v1", details=details)
         seq, hd, step, wm, wn = (int(g) for g in t.groups())
-        details.append(f"hdim {hd}")
+        details.append(fragment("head_dim", value=hd))
         return Match("fmha_v1", details=details, fixed={"head_dim": hd},
                       tiled={"seq_tile": seq, "step": step, "warps": f"{wm}x{wn}"})
     if not ({"flash", "pytorch_flash"} & set(p.scopes) or "flash::" in raw):
@@ -308,7 +309,7 @@ def _flash(p: ParsedName, raw: str) -> Match | None:
     if not t:
         return Match(family, details=details)
     hd, bm, bn, warps = (int(g) for g in t.groups())
-    details += [f"hdim {hd}", f"{bm}x{bn}"]
+    details += [fragment("head_dim", value=hd), f"{bm}x{bn}"]
     return Match(family, details=details, fixed={"head_dim": hd},
                   tiled=_attention_tile(bm, bn, hd, warps=warps))
 
@@ -445,11 +446,11 @@ def _cat_details(p: ParsedName) -> list[str]:
     if args:
         opaque = re.match(r"OpaqueType<(\d+)>", args[0])
         if opaque:
-            details.append(f"{opaque[1]}B")
+            details.append(fragment("bytes", value=opaque[1]))
         elif dtype := _dtype_cpp(p.template_args[0]):
             details.append(dtype)
     if len(args) >= 4 and args[2].lstrip("-").isdigit() and args[3].isdigit():
-        details += [f"dims={args[2]}", f"batch={args[3]}"]
+        details += [fragment("dims", value=args[2]), fragment("batch", value=args[3])]
     return details
 
 
