@@ -14,7 +14,7 @@ from capture.manifest import PhaseFailed, create_run_dir
 from capture.run import RunConfig, capture, planned_commands
 from capture.sweep import apply, label, parse_grid, points, write_report
 from capture.tools import CaptureError
-from capture.workloads import PRESETS, WorkloadError, resolve
+from capture.workloads import PRESETS, WorkloadError, check_name, resolve
 from capture.workloads import params as workload_params
 from generator.errors import InputError
 
@@ -30,7 +30,8 @@ def _say(text: str) -> None:
 
 def _capture_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", required=True, help="preset (see list-workloads) or module:function")
-    p.add_argument("--out", type=Path, required=True, help="parent directory of the run directory")
+    p.add_argument("--out", type=Path, default=Path("runs"),
+                   help="parent directory of the run directory (default: runs)")
     p.add_argument("--top-n", type=int, default=20, help="kernels to select per list (default 20)")
     p.add_argument("--stages", nargs="+", help="only these measured stages (default: all the workload enters)")
     p.add_argument("--nsys", help="nsys executable (default: $NSYS, then PATH)")
@@ -139,8 +140,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        if getattr(args, "workload", None) and not args.dry_run:
-            resolve(args.workload)  # a bad name fails here, before any tool runs
+        if getattr(args, "workload", None):  # a bad name fails here, before any tool runs
+            check_name(args.workload) if args.dry_run else resolve(args.workload)
         return args.func(args)
     except (CaptureError, WorkloadError) as exc:
         print(f"capture: {exc}", file=sys.stderr)

@@ -41,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args = parser.parse_args(argv or ["build"])
+    if not argv:  # no command: say what there is, build nothing
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     try:
         with _terminate_as_interrupt():
             return args.run(args)

@@ -124,11 +124,13 @@ def test_text_output(capsys, monkeypatch):
     assert main(["inspect", str(H200_TRACE), str(ESMM_CSV)]) == 0
     out = capsys.readouterr().out
     for expected in (str(H200_TRACE), "torch-trace", "NVIDIA H200 (CC 9.0, 132 SMs", "50 distinct, 4,722 launches",
-                     "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN", "12.74", "1.363 ms", str(ESMM_CSV),
+                     "nvjet GEMM (8x64x64, 2x1, TNN)", "12.74", "1.363 ms", str(ESMM_CSV),
                      "9 profiled", "duration_ns"):
         assert expected in out
-    # Long kernel names are shortened to fit; only the file path lines may run longer.
+    # Kernels by friendly name, shortened to fit; only the file path lines may run longer.
     assert max(len(line) for line in out.splitlines() if line not in (str(H200_TRACE), str(ESMM_CSV))) <= 80
+    assert main(["inspect", "--full", str(H200_TRACE)]) == 0  # --full: the profiler's own names
+    assert "nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN" in capsys.readouterr().out
 
 
 def test_good_and_bad_files_together(tmp_path):

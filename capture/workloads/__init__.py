@@ -35,11 +35,18 @@ class WorkloadError(Exception):
     """A workload name or parameter that cannot be used (one line)."""
 
 
-def resolve(spec: str) -> Workload:
-    """The build function for a preset name or ``module:function``."""
+def check_name(spec: str) -> str:
+    """The ``module:function`` a preset name or ``module:function`` stands for, without importing it;
+    an unknown name is a WorkloadError."""
     target = PRESETS[spec][0] if spec in PRESETS else spec
     if ":" not in target:
         raise WorkloadError(f"unknown workload {spec!r} (presets: {', '.join(PRESETS)}; or module:function)")
+    return target
+
+
+def resolve(spec: str) -> Workload:
+    """The build function for a preset name or ``module:function``."""
+    target = check_name(spec)
     module_name, func_name = target.split(":", 1)
     try:
         module = importlib.import_module(module_name)

@@ -12,14 +12,18 @@ from generator.languages import LANGS
 
 HELP = "build the versioned multilingual report site from report.yaml files (default: the bundled example)"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ocr-vlm" / "report.yaml"
+#: The bundled example's committed Markdown sources (rewritten only by building it into ``site``).
+COMMITTED_SRC = EXAMPLE.parents[2] / "site_src"
+DEFAULT_OUT = Path("site")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("reports", nargs="*", type=Path, metavar="REPORT.yaml",
                         help=f"report files (default: {EXAMPLE.relative_to(EXAMPLE.parents[2])})")
-    parser.add_argument("--out", type=Path, default=Path("site"), help="site directory (default: site)")
-    parser.add_argument("--src", type=Path, default=Path("site_src"),
-                        help="where the Markdown sources go (default: site_src)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="site directory (default: site)")
+    parser.add_argument("--src", type=Path,
+                        help="where the Markdown sources go (default: OUT_src beside --out; the bundled example's "
+                             "committed site_src/ only when building the example into site)")
     parser.add_argument("--force", action="store_true",
                         help="replace --out even if an earlier build did not write it (never a directory "
                              "holding inputs, the report, /, home or the current directory)")
@@ -38,10 +42,21 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-        build_site(args.reports or [_example()], args.out, args.src, site_url=args.site_url, langs=langs,
-                   progress=progress, force=args.force)
+        reports = args.reports or [_example()]
+        build_site(reports, args.out, args.src or default_src(reports, args.out), site_url=args.site_url,
+                   langs=langs, progress=progress, force=args.force)
     console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0
+
+
+def default_src(reports: list[Path], out: Path) -> Path:
+    """``<out>_src`` beside ``out``; that is the committed example sources only for the bundled example
+    built into ``site`` (any other build there would mix into them: it must name ``--src``)."""
+    src = out.parent / f"{out.name}_src"
+    if src.resolve() == COMMITTED_SRC and [p.resolve() for p in reports] != [EXAMPLE]:
+        raise InputError("--src", f"the default ({src}) holds the bundled example's committed sources; "
+                         "name another --src or --out")
+    return src
 
 
 def _example() -> Path:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from generator.analyses.naming import name_kernels
 from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES
 from generator.model import Dataset
@@ -28,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="nsys/ncu/PyTorch profiler files")
     parser.add_argument("--stage", metavar="NAME", help="restrict kernels to this NVTX / record_function range")
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON (deterministic)")
+    parser.add_argument("--full", action="store_true",
+                        help="show the kernels' full profiler names (default: unique friendly names)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         summaries.append(summary)
         if not args.json:
-            _print(console, summary)
+            _print(console, summary, full=args.full)
     if args.json:
         print(json.dumps(summaries, indent=2, sort_keys=True, ensure_ascii=False))
     return 2 if failed else 0
@@ -77,7 +80,23 @@ def summarize(ds: Dataset) -> dict[str, Any]:
                                      ds.kernel_summary.groupby("stage", sort=False)]
     if ds.kernel_metrics is not None:
         summary["kernel_metrics"] = _kernel_metrics(ds.kernel_metrics)
+    tops = [row for part in [*summary.get("kernel_summary", []), summary.get("kernel_metrics", {})]
+            for row in part.get("top", [])]
+    names = name_kernels(_names_by_time(ds))
+    for row in tops:
+        row["friendly_name"] = names[row["name"]].friendly_name
     return summary
+
+
+def _names_by_time(ds: Dataset) -> list[str]:
+    """Every kernel name of the file, most total time first (so the biggest of colliding friendly
+    names gets "-1"), then the names only ncu measured."""
+    names: list[str] = []
+    if ds.kernel_summary is not None:
+        names += ds.kernel_summary.sort_values(["total_ns", "name"], ascending=[False, True])["name"].tolist()
+    if ds.kernel_metrics is not None:
+        names += ds.kernel_metrics["name"].tolist()
+    return [n for n in names if isinstance(n, str)]
 
 
 def _stages(ds: Dataset) -> list[str]:
@@ -152,7 +171,7 @@ def _gpu_text(gpu: dict[str, Any]) -> str:
     return f"{index}{gpu['name'] or 'unnamed GPU'}" + (f" ({', '.join(facts)})" if facts else "")
 
 
-def _print(console: Console, summary: dict[str, Any]) -> None:
+def _print(console: Console, summary: dict[str, Any], full: bool = False) -> None:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
@@ -177,31 +196,20 @@ def _print(console: Console, summary: dict[str, Any]) -> None:
     console.print(Text(clean_text(summary["path"]), style="bold"), soft_wrap=True)
     console.print(facts)
     for kernels in summary.get("kernel_summary", []):
-        _print_top(console, f"top {TOP} kernels by total time, stage {kernels['stage']}", kernels["top"])
+        _print_top(console, f"top {TOP} kernels by total time, stage {kernels['stage']}", kernels["top"], full)
     if metrics and metrics["top"]:
-        _print_top(console, f"top {TOP} profiled kernels by duration", metrics["top"])
+        _print_top(console, f"top {TOP} profiled kernels by duration", metrics["top"], full)
     console.print()
 
 
-def _display_name(name: str) -> str:
-    """The name without a leading ``void`` and a trailing parameter list, so the table shows what matters."""
-    name = name.removeprefix("void ")
-    if name.endswith(")"):
-        depth = 0
-        for i in range(len(name) - 1, -1, -1):
-            depth += {")": 1, "(": -1}.get(name[i], 0)
-            if depth == 0:
-                return name[:i] if i > 0 else name
-    return name
-
-
-def _print_top(console: Console, title: str, top: list[dict[str, Any]]) -> None:
+def _print_top(console: Console, title: str, top: list[dict[str, Any]], full: bool) -> None:
+    """The kernels by their unique friendly names, or (``full``) their whole profiler names, wrapped."""
     table = Table(title=Text(title), title_justify="left", expand=True)
-    table.add_column("kernel", no_wrap=True, overflow="ellipsis", ratio=1)
+    table.add_column("kernel", no_wrap=not full, overflow="fold" if full else "ellipsis", ratio=1)
     table.add_column("time %", justify="right", no_wrap=True)
     table.add_column("total", justify="right", no_wrap=True)
     table.add_column("count", justify="right", no_wrap=True)
     for row in top:
         pct = "unknown" if row["time_pct"] is None else f"{row['time_pct']:.2f}"
-        table.add_row(Text(_display_name(row["name"])), pct, _duration(row["total_ns"]), f"{row['count']:,}")
+        table.add_row(Text(row["name"] if full else row["friendly_name"]), pct, _duration(row["total_ns"]), f"{row['count']:,}")
     console.print(table)
