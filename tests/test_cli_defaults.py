@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from generator.cli import main
 from generator.commands.build import COMMITTED_SRC, EXAMPLE, default_src
 
