@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,8 @@ DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
 #: Inputs no test may modify, delete or add files to (a reader opening SQLite read-write would add -wal/-shm).
 FIXTURES = (DATA, ROOT / "examples" / "runs")
+#: Tests read their inputs afresh; tests/test_build_cache.py gives builds a cache of their own.
+os.environ["KERNEL_REPORT_CACHE"] = "off"
 
 
 def fixture_checksums() -> dict[str, str]:

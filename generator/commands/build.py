@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="replace --out even if an earlier build did not write it (never a directory "
                              "holding inputs, the report, /, home or the current directory)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="read every input afresh, neither using nor filling the build cache (its folder: "
+                             "KERNEL_REPORT_CACHE, default the user cache folder; size: KERNEL_REPORT_CACHE_MAX_MB)")
     parser.add_argument("--site-url", help="published base URL, e.g. https://ORG.github.io/REPO/")
     parser.add_argument("--lang", default=",".join(LANGS),
                         help=f"site languages, the default first (default: {','.join(LANGS)})")
@@ -34,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from generator.pipeline.build import build_site  # heavy imports (mkdocs, analyses) only when building
+    from generator.pipeline.build_cache import BuildCache, default_root
 
     langs = [lang.strip() for lang in args.lang.split(",") if lang.strip()]
     unknown = [lang for lang in langs if lang not in LANGS]
@@ -44,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         reports = args.reports or [_example()]
         build_site(reports, args.out, args.src or default_src(reports, args.out), site_url=args.site_url,
-                   langs=langs, progress=progress, force=args.force)
+                   langs=langs, progress=progress, force=args.force,
+                   cache=BuildCache(None if args.no_cache else default_root()))
     console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +27,11 @@ from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.errors import InputError
 from generator.languages import LANGS
 from generator.model import ReportMeta
-from generator.pipeline.config import ReportConfig, load_report, report_meta
+from generator.pipeline.build_cache import BuildCache, default_root
+from generator.pipeline.config import ReportConfig, VersionConfig, load_report, report_meta
 from generator.pipeline.inputs import InputCache
-from generator.pipeline.mkdocs_site import build_version_site
 from generator.pipeline.sweep_inputs import sweep_version
-from generator.render.pages import page_file, page_names, render_version
+from generator.pipeline.version_reuse import VersionReuse, version_key
 from generator.render.site import write_mkdocs_config, write_report_index, write_version_index
 
 
@@ -52,8 +53,12 @@ def build_site(
     langs: list[str] | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    cache: BuildCache | None = None,
 ) -> None:
     """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
+
+    ``cache`` holds parsed inputs between builds (default: :func:`build_cache.default_root`) and
+    the records of which versions' pages can be kept as they are.
 
     Versions are built in order: each version's analysis compares with the one before. (Worker
     processes were tried: on two CPUs their start-up — imports, the vega bundle, jieba's
@@ -77,11 +82,15 @@ def build_site(
     with contextlib.ExitStack() as stack:
         tmp_out = stack.enter_context(output_dirs.staging(out))
         tmp_src = {job.config.id: stack.enter_context(output_dirs.staging(src / job.config.id)) for job in jobs}
-        cache = stack.enter_context(InputCache())
+        if cache is None:
+            cache = BuildCache(default_root())
+        inputs_cache = stack.enter_context(InputCache(cache))
+        reuse = VersionReuse(cache.root)
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
-            _build_report(job, meta, cache, tmp_out / job.prefix, tmp_src[job.config.id], step)
+            _build_report(job, meta, inputs_cache, reuse, (tmp_out / job.prefix, tmp_src[job.config.id]),
+                          (out / job.prefix, src / job.config.id), step)
         if len(jobs) > 1:  # else the report's own index.html (written into out/) is the site's
             write_report_index(tmp_out, [(job.prefix, job.config.title.model_dump()) for job in jobs], langs[0])
         for job in jobs:
@@ -99,28 +108,49 @@ def _jobs(report_files: list[Path]) -> list[ReportJob]:
     return [ReportJob(path, config, prefix(config)) for path, config in configs]
 
 
-def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, out: Path, src: Path,
-                  step: Callable[[str], None]) -> None:
+def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, reuse: VersionReuse,
+                  staged: tuple[Path, Path], built: tuple[Path, Path], step: Callable[[str], None]) -> None:
+    """Every version of one report into the ``staged`` (site, Markdown) folders; a version whose key
+    is unchanged is copied from the ``built`` ones of the last build (:mod:`.version_reuse`). Its
+    analysis is then only run when the next version compares with it."""
     config = job.config
     settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
                                 margin=config.classification.margin, peaks=config.gpu.as_settings())
-    previous = None
+    out, src = staged
+    previous: Callable[[], VersionResult | None] = lambda: None  # noqa: E731
+    key = None
     for index, version in enumerate(config.versions):
-        step(f"{config.id}/{version.id}: reading inputs")
-        inputs, sweep = sweep_version(version, cache, job.path, index)
-        step(f"{config.id}/{version.id}: analyzing")
-        result = analyze_version(version.id, inputs, settings, previous)
-        if sweep is not None:
-            result = dataclasses.replace(result, sweep=sweep)
-        step(f"{config.id}/{version.id}: rendering and building")
-        render_and_build(result, meta, job.path, src / version.id, out / version.id)
+        key = version_key(meta, job.path, version, index, key) if reuse.root is not None else None
+
+        @functools.cache
+        def result(version: VersionConfig = version, index: int = index,
+                   before: Callable[[], VersionResult | None] = previous) -> VersionResult:
+            step(f"{config.id}/{version.id}: reading inputs")
+            inputs, sweep = sweep_version(version, cache, job.path, index)
+            step(f"{config.id}/{version.id}: analyzing")
+            analysis = analyze_version(version.id, inputs, settings, before())
+            return analysis if sweep is None else dataclasses.replace(analysis, sweep=sweep)
+
         previous = result
+        trees = (out / version.id, src / version.id)
+        if reuse.restore(key, (built[0] / version.id, built[1] / version.id), trees):
+            step(f"{config.id}/{version.id}: unchanged, kept")
+            continue
+        analysis = result()
+        step(f"{config.id}/{version.id}: rendering and building")
+        render_and_build(analysis, meta, job.path, src / version.id, out / version.id)
+        reuse.remember(key, trees)
     write_version_index(meta, out)
 
 
 def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path, version_src: Path,
                      site_dir: Path) -> None:
     """Render one version's pages into ``version_src/docs`` and build its site into ``site_dir``."""
+    # imported here: charts (Altair) and MkDocs take a second to import, which a build whose
+    # versions are all unchanged (:mod:`.version_reuse`) never needs
+    from generator.pipeline.mkdocs_site import build_version_site
+    from generator.render.pages import page_file, page_names, render_version
+
     docs = version_src / "docs"
     render_version(result, meta, docs, list(meta.langs))
     nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]

@@ -8,7 +8,8 @@ launches are joined, launch ids kept unique. Kernel
 summaries are read for every manifest stage, and "all" is those stages together
 (:func:`measured_union`). Explicit inputs: nsys files (optionally one
 NVTX stage each), ncu files, PyTorch traces (their kernel summary is used only when no nsys input
-gives one). Each file is read once per build (:class:`InputCache`).
+gives one). Each file is read once per build (:class:`InputCache`), and not at all when the build
+cache (:mod:`generator.pipeline.build_cache`) holds what it read as.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from generator.model import (
     VersionInputs,
     renumber_launches,
 )
+from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import naming, read_from
@@ -52,10 +54,12 @@ class InputCache:
     """Reads each file once per build: datasets by (path, stage), stage summaries by (path, stages).
 
     ``.xz`` files are decompressed once into a temporary folder (removed on exit); provenance and
-    errors still name the file the report gave. Use as a context manager.
+    errors still name the file the report gave. What ``store`` holds is not read again. Use as a
+    context manager.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: BuildCache | None = None) -> None:
+        self.store = store or BuildCache(None)
         self._tmp = tempfile.TemporaryDirectory(prefix="kernel-report-inputs-")
         self._plain: dict[Path, Path] = {}
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
@@ -70,7 +74,7 @@ class InputCache:
     def read(self, path: Path, stage: str | None = None) -> Dataset:
         key = (path.resolve(), stage)
         if key not in self._datasets:
-            dataset = self._on_plain(path, lambda plain: read(plain, stage=stage))
+            dataset = self.store.get(path, "read", [stage], lambda: self._on_plain(path, lambda plain: read(plain, stage=stage)))
             self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         return self._datasets[key]
 
@@ -78,12 +82,14 @@ class InputCache:
         """Kernel summaries of an nsys SQLite export for each of ``stages`` (ALL_STAGES included)."""
         key = (path.resolve(), stages)
         if key not in self._summaries:
-            self._summaries[key] = self._on_plain(path, lambda plain: nsys_kernel_summary(plain, list(stages)))
+            self._summaries[key] = self.store.get(path, "kernel_summary", list(stages), lambda: self._on_plain(
+                path, lambda plain: nsys_kernel_summary(plain, list(stages))))
         return self._summaries[key]
 
     def stage_instances(self, path: Path, stages: tuple[str, ...]) -> dict[str, dict]:
         """Which NVTX range instances each stage of an nsys SQLite export counts (nsys_sqlite.stage_instances)."""
-        return self._on_plain(path, lambda plain: nsys_stage_instances(plain, list(stages)))
+        return self.store.get(path, "stage_instances", list(stages), lambda: self._on_plain(
+            path, lambda plain: nsys_stage_instances(plain, list(stages))))
 
     def graph_summary(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
         """What ran inside CUDA graphs per stage of an nsys SQLite export (nsys_sqlite.graph_summary)."""
@@ -91,7 +97,8 @@ class InputCache:
 
     def stage_timeline(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
         """GPU timeline figures of an nsys SQLite export per stage (nsys_sqlite.stage_timeline)."""
-        return self._on_plain(path, lambda plain: nsys_stage_timeline(plain, list(stages)))
+        return self.store.get(path, "stage_timeline", list(stages), lambda: self._on_plain(
+            path, lambda plain: nsys_stage_timeline(plain, list(stages))))
 
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
