@@ -175,6 +175,10 @@ class VersionInputs:
     #: per stage, what ran inside CUDA graphs (nsys_sqlite.GRAPH_COLUMNS) where an nsys SQLite
     #: export gave the stage; empty when none did
     graphs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: GPU timeline per measured stage (nsys_sqlite.TIMELINE_COLUMNS), None without a capture run
+    timeline: pd.DataFrame | None = None
+    #: CUDA API calls of the whole capture (API_SUMMARY_COLUMNS), None when no input carries them
+    api_summary: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,6 @@ def test_findings_by_kind(rendered, lang: str) -> None:
     assert result.findings
     sections = {
         "finding": text.split("## " + t("findings.findings"))[1].split("\n## ")[0],
-        "recommendation": text.split("## " + t("findings.recommendations"))[1].split("\n## ")[0],
         "hardware": text.split("## " + t("findings.hardware"))[1],
     }
     for finding in result.findings:

@@ -75,7 +75,8 @@ def test_result_shape_and_numbers(result):
     assert result.coverage["profiled"] + len(result.coverage["missing"]) == 20
     assert result.top_by_duration["duration_us"].iloc[0] == pytest.approx(max(m["us"] for m in means.values()))
     assert result.comparison is None
-    assert {f.id for f in result.findings} >= {"gemv_decode", "launch_overhead", "latency_bound_majority"}
+    # explicit files (no capture run): no GPU timeline, so launch overhead abstains with its reason
+    assert {f.id for f in result.findings} >= {"stage_split", "launch_overhead_abstain", "hw_power_none"}
     assert result.gpu is not None and result.gpu.name == "NVIDIA H200"
 
 

@@ -14,18 +14,51 @@ from generator.model import GpuInfo, Provenance
 
 
 @dataclass(frozen=True)
-class Finding:
-    """A rule that fired: its id selects the EN/ZH text in generator/templates/findings/; no canned prose.
+class Bound:
+    """Amdahl bound of acting on a finding: ``affected_ns`` of ``stage_ns`` (its stage) and of
+    ``total_ns`` (all measured GPU time, or the wall span for idle time), at most ``saving_ns`` of it
+    saved; ``headroom`` is the documented speed-up factor (None: not a speed claim)."""
 
-    ``evidence`` holds the numbers the text quotes (keys referenced by the template) and
-    ``kernels`` the friendly names of the kernels that triggered it.
-    ``kind`` is "finding", "recommendation" or "hardware" (NPU / architecture section).
+    affected_ns: float
+    stage_ns: float
+    total_ns: float
+    saving_ns: float
+    headroom: float | None = None
+    basis: str = "gpu_time"  # what stage_ns/total_ns measure: "gpu_time" (kernel time) or "span" (wall)
+
+    @property
+    def stage_pct(self) -> float:
+        return 100.0 * self.affected_ns / self.stage_ns if self.stage_ns else 0.0
+
+    @property
+    def total_pct(self) -> float:
+        return 100.0 * self.affected_ns / self.total_ns if self.total_ns else 0.0
+
+    @property
+    def saving_pct(self) -> float:
+        return 100.0 * self.saving_ns / self.total_ns if self.total_ns else 0.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule's verdict: its id selects the EN/ZH text in generator/templates/findings/; no canned prose.
+
+    ``evidence`` holds the numbers the text quotes (keys referenced by the template), ``units`` the
+    unit of each, and ``kernels`` the friendly names (``kernel_ids`` the raw names, same order) of
+    the kernels it rests on. ``kind`` is "finding" or "hardware" (NPU / architecture section).
+    ``abstained`` marks an explicit "not enough data" verdict (its template says why).
     """
 
     id: str
     kind: str
     evidence: dict[str, Any]
     kernels: tuple[str, ...] = ()
+    stage: str | None = None
+    units: dict[str, str] = field(default_factory=dict)
+    kernel_ids: tuple[str, ...] = ()
+    bound: Bound | None = None
+    confidence: str | None = None  # "high" | "medium" | "low"
+    abstained: bool = False
 
 
 @dataclass

@@ -187,6 +187,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     metrics: list[Dataset] = []
     others: list[Dataset] = []
     manifests = []
+    timelines: list[pd.DataFrame] = []
     sources: dict[str, dict] = {}  # stage → where its summary came from (which range instances / which file)
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     for run in version.runs:
@@ -200,6 +201,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries += [measured_union(staged), staged]
             sources.update(cache.stage_instances(sqlite, stages))
             sources[ALL_STAGES] = {"union": list(stages)}
+            timelines.append(cache.stage_timeline(sqlite, stages))
         else:  # a workload without stages: the whole capture is the measured work
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         graphs.append(cache.graph_summary(sqlite, stages or (ALL_STAGES,)))
@@ -240,6 +242,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         manifest=manifests[0] if len(manifests) == 1 else None,
         stage_sources=sources,
         graphs=_concat_graphs(graphs),
+        timeline=pd.concat(timelines, ignore_index=True) if len(timelines) == 1 else None,
+        api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
+        if len(others) == 1 else None,
     )
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from generator.analyses.result import SweepResult, VersionResult
 from generator.metric_table import CANONICAL_METRIC_NAMES
+from generator.render.findings import finding_record
 from generator.text_safety import csv_safe
 
 FLOAT_FORMAT = "%.15g"  # every float in the data files: 15 significant digits (exact for ns counts)
@@ -21,11 +22,13 @@ TOP_KERNELS_CSV = "data/top_kernels.csv"
 KERNELS_YAML = "data/kernels.yaml"
 NCU_METRICS_CSV = "data/ncu_metrics.csv"
 SUMMARY_JSON = "data/summary.json"
+FINDINGS_JSON = "data/findings.json"
 #: The sweep's data file, next to the version's (``data/`` of the version's docs).
 SWEEP_CSV = "data/sweep.csv"
 #: A version's data files (paths under its docs/) and the downloads page's word key for each.
 DATA_FILES: tuple[tuple[str, str], ...] = ((TOP_KERNELS_CSV, "top_kernels"), (KERNELS_YAML, "kernels_yaml"),
-                                           (NCU_METRICS_CSV, "ncu_metrics"), (SUMMARY_JSON, "summary"))
+                                           (NCU_METRICS_CSV, "ncu_metrics"), (SUMMARY_JSON, "summary"),
+                                           (FINDINGS_JSON, "findings"))
 
 
 def published_files(result: VersionResult) -> tuple[tuple[str, str], ...]:
@@ -77,6 +80,8 @@ def write_version_data(result: VersionResult, out_dir: Path) -> None:
             _write_csv(value, out_dir / path)
         else:
             _write_json(value, out_dir / path)
+    records = [finding_record(f, rank) for rank, f in enumerate(result.findings, 1)]
+    _write_json({"version": result.version_id, "findings": records}, out_dir / FINDINGS_JSON)
 
 
 def _write_json(value: Any, path: Path) -> None:

@@ -26,8 +26,32 @@ def _template(stem: str, lang: str) -> jinja2.Template:
 
 def render_finding(finding: Finding, lang: str) -> str:
     """The finding's Markdown text in ``lang`` from its template and evidence."""
-    return _template(finding.id, lang).render(**finding.evidence, kernel_names=list(finding.kernels),
-                                              term=_terms(lang)).strip()
+    return _template(finding.id, lang).render(
+        **{k: v for k, v in finding.evidence.items() if k.isidentifier()}, e=finding.evidence,
+        k=list(finding.kernels), kernel_names=list(finding.kernels), stage=finding.stage,
+        stages=[key[:-3] for key in finding.evidence if key.endswith(".ms")],
+        term=_terms(lang)).strip()
+
+
+def finding_record(finding: Finding, rank: int) -> dict[str, Any]:
+    """One entry of data/findings.json: identity, claim in every language, evidence with units, bound."""
+    bound = finding.bound
+    return {
+        "rank": rank,
+        "id": finding.id,
+        "kind": finding.kind,
+        "stage": finding.stage,
+        "kernels": [{"name": n, "friendly_name": f} for n, f in zip(finding.kernel_ids, finding.kernels)],
+        "claim": {lang: render_finding(finding, lang) for lang in LANGS},
+        "evidence": {k: {"value": v, "unit": finding.units.get(k, "")} for k, v in finding.evidence.items()},
+        "bound": None if bound is None else {
+            "basis": bound.basis, "affected_ns": round(bound.affected_ns), "stage_ns": round(bound.stage_ns),
+            "total_ns": round(bound.total_ns), "stage_pct": round(bound.stage_pct, 1),
+            "total_pct": round(bound.total_pct, 1), "headroom": None if bound.headroom is None else round(bound.headroom, 2),
+            "saving_ns": round(bound.saving_ns), "saving_pct": round(bound.saving_pct, 1)},
+        "confidence": finding.confidence,
+        "abstained": finding.abstained,
+    }
 
 
 def render_method(rule: str, params: dict[str, Any], lang: str) -> str:

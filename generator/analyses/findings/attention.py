@@ -1,0 +1,40 @@
+"""Attention implementation per stage, by kernel identity: fused kernels (flash, cuDNN SDPA,
+memory-efficient) vs eager (softmax beside batched matrix products with no fused kernel in the
+stage). A softmax in a stage that runs a fused attention kernel is not attention (e.g. an MoE router)."""
+from __future__ import annotations
+
+from generator.analyses.findings.context import FindingInputs, make, share, sol_bound, us
+from generator.analyses.result import Bound, Finding
+
+FUSED = "attention"  # naming category of fused attention kernels (flash, cuDNN SDPA, fmha)
+SOFTMAX = "softmax"
+PRODUCTS = frozenset({"gemm", "gemv"})
+MIN_ATTENTION_STAGE_PCT = 1.0  # attention (or eager softmax) below this share of a stage: no finding
+
+
+def attention(inputs: FindingInputs) -> list[Finding]:
+    found = []
+    for stage in inputs.measured_stages():
+        rows = inputs.rows(stage)
+        stage_ns = float(rows["total_ns"].sum())
+        fused = rows[rows["category"] == FUSED]
+        softmax = rows[rows["category"] == SOFTMAX]
+        if len(fused):
+            impl, hit, other = "fused", fused, softmax
+        elif len(softmax) and rows["category"].isin(PRODUCTS).any():
+            impl, hit, other = "eager", softmax, softmax.iloc[0:0]
+        else:
+            continue
+        affected = float(hit["total_ns"].sum())
+        if 100.0 * affected / stage_ns < MIN_ATTENTION_STAGE_PCT:
+            continue
+        evidence = {"implementation": (impl, ""), "total_us": (us(affected), "µs"),
+                    "stage_pct": (share(affected, stage_ns), "%"), "kernels": (len(hit), "kernels"),
+                    "launches": (int(hit["count"].sum()), "launches"),
+                    "not_attention_us": (us(float(other["total_ns"].sum())), "µs")}
+        profiled = inputs.profiled(stage)
+        measured = profiled[profiled["name"].isin(hit["name"])] if len(profiled) else profiled
+        bound = sol_bound(measured, stage_ns, inputs.total_ns) if len(measured) else \
+            Bound(affected, stage_ns, inputs.total_ns, 0.0)
+        found.append(make("attention", stage, evidence, hit, bound, "high" if len(measured) else "medium"))
+    return found

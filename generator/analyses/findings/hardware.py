@@ -1,0 +1,153 @@
+"""Hardware / NPU recommendations, one per area of the seed report, each a formula over this
+capture's measurements, or an explicit "no evidence in this capture" with the reason."""
+from __future__ import annotations
+
+import pandas as pd
+
+from generator.analyses.findings.context import FindingInputs, make, r, share
+from generator.analyses.findings.efficiency import FEW_WAVES, LOW_OCCUPANCY_PCT
+from generator.analyses.findings.fusion import FUSABLE
+from generator.analyses.findings.matmul import PRODUCT_CATEGORIES
+from generator.analyses.findings.precision import precision_fallback
+from generator.analyses.result import Finding
+from generator.model import ALL_STAGES
+
+DECODE = "decode"
+HW = "hardware"
+
+
+def _num(k: pd.DataFrame, column: str) -> pd.Series:
+    return pd.to_numeric(k[column], errors="coerce").fillna(0.0)
+
+
+def _measured(inputs: FindingInputs) -> pd.DataFrame:
+    """Profiled kernels of every measured stage (one row per kernel and stage)."""
+    k = inputs.kernels
+    return k[k["stage"].isin(inputs.stages)] if len(k) else k
+
+
+def _abstain(area: str, evidence: dict[str, tuple] | None = None) -> Finding:
+    return make(f"hw_{area}_none", ALL_STAGES, evidence or {}, kind=HW, abstained=True)
+
+
+def core_balance(inputs: FindingInputs) -> Finding:
+    """Profiled time on kernels doing tensor FLOP, on FP32/FP16 CUDA-core FLOP only, and on no FLOP."""
+    k = _measured(inputs)
+    if not len(k):
+        return _abstain("core_balance")
+    tensor = _num(k, "flop_tensor") > 0
+    cuda = ~tensor & ((_num(k, "flop_fp32") + _num(k, "flop_fp16")) > 0)
+    total = float(k["total_ns"].sum())
+    return make("hw_core_balance", ALL_STAGES, {
+        "tensor_pct": (share(float(k.loc[tensor, "total_ns"].sum()), total), "%"),
+        "cuda_pct": (share(float(k.loc[cuda, "total_ns"].sum()), total), "%"),
+        "no_flop_pct": (share(float(k.loc[~tensor & ~cuda, "total_ns"].sum()), total), "%"),
+        "profiled_ms": (r(total / 1e6, 2), "ms")}, kind=HW, confidence="medium")
+
+
+def bandwidth(inputs: FindingInputs) -> Finding:
+    """Bytes per decode token = Σ(DRAM bytes per launch × launches) of the profiled decode kernels /
+    (batch × new tokens); bandwidth = bytes per token × measured tokens/s (decode span)."""
+    k = inputs.profiled(DECODE)
+    tokens, batch = inputs.params.get("new_tokens"), inputs.params.get("batch") or 1
+    timeline = inputs.timeline
+    span = timeline.loc[timeline["stage"] == DECODE, "span_ns"] if timeline is not None else pd.Series(dtype=float)
+    peak = inputs.peaks.dram_bytes_per_s
+    if not len(k) or not tokens or not len(span) or not peak:
+        return _abstain("bandwidth")
+    per_token = float((_num(k, "dram_bytes") * k["count"]).sum()) / (tokens * batch)
+    rate = tokens * batch / (float(span.iloc[0]) / 1e9)
+    return make("hw_bandwidth", DECODE, {
+        "mib_per_token": (r(per_token / 2**20, 2), "MiB/token"), "tokens": (tokens * batch, "tokens"),
+        "tok_per_s": (r(rate, 1), "tokens/s"), "needed_gbs": (r(per_token * rate / 1e9, 1), "GB/s"),
+        "peak_gbs": (r(peak / 1e9, 0), "GB/s"), "peak_tok_per_s": (r(peak / per_token, 0), "tokens/s"),
+        "profiled_pct": (share(float(k["total_ns"].sum()), inputs.stage_ns(DECODE)), "%")},
+        kind=HW, confidence="medium")
+
+
+def cache_sizing(inputs: FindingInputs) -> Finding:
+    """The largest DRAM bytes one launch moves (a lower bound on its working set) and the L2 hit rate
+    weighted by time over the profiled kernels."""
+    k = _measured(inputs)
+    if not len(k) or _num(k, "dram_bytes").max() <= 0:
+        return _abstain("cache_sizing")
+    top = k.loc[_num(k, "dram_bytes").idxmax()]
+    weights = k["total_ns"].where(pd.to_numeric(k["l2_hit_rate_pct"], errors="coerce").notna(), 0.0)
+    l2 = float((_num(k, "l2_hit_rate_pct") * weights).sum() / weights.sum()) if weights.sum() else float("nan")
+    l1w = k["total_ns"].where(pd.to_numeric(k["l1_hit_rate_pct"], errors="coerce").notna(), 0.0)
+    l1 = float((_num(k, "l1_hit_rate_pct") * l1w).sum() / l1w.sum()) if l1w.sum() else float("nan")
+    rows = k.loc[[top.name]]
+    return make("hw_cache_sizing", top["stage"], {
+        "max_mib": (r(top["dram_bytes"] / 2**20, 2), "MiB/launch"), "max_l2_hit_pct": (r(top["l2_hit_rate_pct"], 1), "%"),
+        "l2_weighted_pct": (r(l2, 1), "%"), "l1_weighted_pct": (r(l1, 1), "%")}, rows, kind=HW, confidence="medium")
+
+
+def decode_units(inputs: FindingInputs) -> Finding:
+    """Decode matrix products: FLOP per byte range (≈ rows) and achieved tensor FLOP/s vs the peak."""
+    k = inputs.profiled(DECODE)
+    k = k[k["category"].isin(PRODUCT_CATEGORIES)] if len(k) else k
+    peak = inputs.peaks.flop_per_s.get("tensor")
+    ai = pd.to_numeric(k["arithmetic_intensity"], errors="coerce") if len(k) else pd.Series(dtype=float)
+    if not len(k) or not peak or not (ai > 0).any():
+        return _abstain("decode_units")
+    flop = float((_num(k, "flop_tensor") * k["count"]).sum())
+    achieved = flop / (float(k["total_ns"].sum()) / 1e9)
+    return make("hw_decode_units", DECODE, {
+        "products_pct": (share(float(k["total_ns"].sum()), inputs.stage_ns(DECODE)), "%"),
+        "min_flop_per_byte": (r(ai[ai > 0].min(), 1), "FLOP/byte"), "max_flop_per_byte": (r(ai.max(), 1), "FLOP/byte"),
+        "achieved_tflops": (r(achieved / 1e12, 2), "TFLOP/s"), "peak_tflops": (r(peak / 1e12, 1), "TFLOP/s")},
+        k.head(4), kind=HW, confidence="medium")
+
+
+def fusion_engine(inputs: FindingInputs) -> Finding:
+    """Share of all measured GPU time and launches in fusable kernels (elementwise, copy/cast/cat,
+    reductions and norms)."""
+    rows = inputs.rows(ALL_STAGES)
+    if not len(rows):
+        return _abstain("fusion")
+    hit = rows[rows["category"].isin(frozenset().union(*FUSABLE.values()))]
+    return make("hw_fusion", ALL_STAGES, {
+        "share_pct": (share(float(hit["total_ns"].sum()), inputs.total_ns), "%"),
+        "launch_pct": (share(float(hit["count"].sum()), float(rows["count"].sum())), "%"),
+        "launches": (int(hit["count"].sum()), "launches")}, kind=HW, confidence="medium")
+
+
+def precision(inputs: FindingInputs) -> Finding:
+    """FP32 share of profiled FLOP and the time of FP32 fallbacks in a half-precision model."""
+    k = _measured(inputs)
+    flop = {c: float((_num(k, c) * k["count"]).sum()) for c in ("flop_fp32", "flop_fp16", "flop_tensor")} if len(k) else {}
+    total = sum(flop.values())
+    if not total:
+        return _abstain("precision")
+    fallbacks = precision_fallback(inputs)
+    return make("hw_precision", ALL_STAGES, {
+        "dtype": (str(inputs.params.get("dtype") or ""), ""),
+        "fp32_flop_pct": (share(flop["flop_fp32"], total), "%"),
+        "fallback_us": (r(sum(f.bound.affected_ns for f in fallbacks) / 1e3, 1), "µs"),
+        "fallbacks": (len(fallbacks), "kernels")}, kind=HW, confidence="medium")
+
+
+def parallelism(inputs: FindingInputs) -> Finding:
+    """Profiled time in grids below one wave and in kernels below LOW_OCCUPANCY_PCT achieved occupancy."""
+    k = _measured(inputs)
+    if not len(k):
+        return _abstain("parallelism")
+    total = float(k["total_ns"].sum())
+    waves = pd.to_numeric(k["waves_per_sm"], errors="coerce") < FEW_WAVES
+    occ = pd.to_numeric(k["achieved_occupancy_pct"], errors="coerce") < LOW_OCCUPANCY_PCT
+    sms = inputs.gpu.sm_count if inputs.gpu else None
+    return make("hw_parallelism", ALL_STAGES, {
+        "under_wave_pct": (share(float(k.loc[waves, "total_ns"].sum()), total), "%"),
+        "low_occupancy_pct": (share(float(k.loc[occ, "total_ns"].sum()), total), "%"),
+        "sm_count": (sms or 0, "SMs")}, kind=HW, confidence="medium")
+
+
+def no_evidence(inputs: FindingInputs) -> list[Finding]:
+    """Interconnect (one device, no peer traffic measured) and power (no power metric collected)."""
+    devices = int(inputs.timeline["device"].nunique()) if inputs.timeline is not None else 1
+    return [_abstain("interconnect", {"devices": (devices, "GPUs")}), _abstain("power")]
+
+
+def hardware(inputs: FindingInputs) -> list[Finding]:
+    return [core_balance(inputs), bandwidth(inputs), cache_sizing(inputs), decode_units(inputs),
+            fusion_engine(inputs), precision(inputs), parallelism(inputs), *no_evidence(inputs)]

@@ -1,0 +1,38 @@
+"""Launch overhead and idle gaps per stage, from the nsys GPU timeline and the CUDA API summary:
+idle share of the stage's span, median gap, mean kernel, median launch call."""
+from __future__ import annotations
+
+from generator.analyses.findings.context import FindingInputs, make, removal_bound, share, us
+from generator.analyses.result import Finding
+from generator.model import ALL_STAGES
+
+IDLE_SHARE_PCT = 30.0  # idle time at/above this share of a stage's span → launch-bound stage
+LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC_v11060")
+
+
+def launch_overhead(inputs: FindingInputs) -> list[Finding]:
+    """Per measured stage whose GPU sits idle ≥ IDLE_SHARE_PCT of its span; abstains without a timeline."""
+    timeline = inputs.timeline
+    if timeline is None or not len(timeline):
+        return [make("launch_overhead_abstain", ALL_STAGES, {}, abstained=True)]
+    api = inputs.api_summary
+    calls = api[api["name"] == LAUNCH_CALLS[0]] if api is not None else None
+    span_total = float(timeline["span_ns"].sum())
+    found = []
+    for stage in inputs.measured_stages():
+        row = timeline[timeline["stage"] == stage]
+        if not len(row):
+            continue
+        row = row.iloc[0]
+        idle, span = float(row["idle_ns"]), float(row["span_ns"])
+        if not span or 100.0 * idle / span < IDLE_SHARE_PCT:
+            continue
+        evidence = {"idle_pct": (share(idle, span), "%"), "idle_ms": (round(idle / 1e6, 2), "ms"),
+                    "span_ms": (round(span / 1e6, 2), "ms"), "launches": (int(row["launches"]), "launches"),
+                    "mean_kernel_us": (us(row["kernel_ns"] / row["launches"]), "µs"),
+                    "median_gap_us": (us(row["idle_med_ns"]), "µs")}
+        if calls is not None and len(calls):
+            evidence["median_launch_us"] = (us(calls.iloc[0]["med_ns"]), "µs")
+        found.append(make("launch_overhead", stage, evidence, None,
+                          removal_bound(idle, span, span_total, "span"), "high"))
+    return found
