@@ -11,10 +11,7 @@ import pytest
 from generator.analyses import findings as F
 from generator.analyses.findings.context import FindingInputs
 from generator.analyses.findings.precision import kernel_arch
-from generator.analyses.join import attach_stage_time
-from generator.analyses.naming import name_kernels
-from generator.analyses.roofline import device_peaks
-from generator.analyses.version import AnalysisSettings, analyze_version, names_by_time
+from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache, version_inputs
 
@@ -36,9 +33,7 @@ def example():
 
 def _inputs(example, version: str) -> FindingInputs:
     inputs, result = example[version]
-    metrics = attach_stage_time(inputs.kernel_metrics, inputs.kernel_summary)
-    names = name_kernels(names_by_time(inputs.kernel_summary, metrics))
-    peaks = device_peaks(metrics, inputs.gpus, {})
+    names, peaks = result.values["names"], result.values["peaks"]
     return FindingInputs(inputs.kernel_summary, result.ncu_metrics, names, peaks, inputs.gpus[0], inputs.timeline,
                          inputs.api_summary, dict(inputs.manifest["params"]), 20)
 
