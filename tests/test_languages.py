@@ -1,4 +1,4 @@
-"""Languages are declared once: a third language is one translation file plus its code in LANGS."""
+"""Languages are declared once: a third language is one translation file."""
 from __future__ import annotations
 
 import json
@@ -15,14 +15,12 @@ from conftest import DATA, ROOT
 from generator.languages import LANGS
 from generator.resources import TEMPLATES
 
-# Registers French the way a contributor would (translation file + one line), then builds.
+# Adds French the way a contributor would (a translation file, nothing else), then builds.
 ADD_LANGUAGE = """
 import sys
 from pathlib import Path
 import generator.resources
 generator.resources.TEMPLATES = Path(sys.argv[1])  # the copy holding i18n/fr.yaml
-import generator.languages
-generator.languages.LANGS = (*generator.languages.LANGS, "fr")  # the one line
 from generator.pipeline.build import build_site
 build_site([Path(sys.argv[2])], Path(sys.argv[3]), Path(sys.argv[4]))
 """
@@ -47,7 +45,7 @@ def test_every_language_has_a_complete_translation_file() -> None:
         assert keys == default, f"{lang}.yaml: missing {sorted(default - keys)[:5]}, extra {sorted(keys - default)[:5]}"
 
 
-def test_a_third_language_is_a_translation_file_and_one_line(tmp_path: Path) -> None:
+def test_a_third_language_is_one_translation_file(tmp_path: Path) -> None:
     templates = tmp_path / "templates"
     shutil.copytree(TEMPLATES, templates)
     french = _words("en") | {"language_name": "Français", "unknown": "inconnu"}
@@ -80,7 +78,7 @@ versions:
     mkdocs = yaml.load((src / "tiny" / "v1" / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
     i18n = next(p["i18n"] for p in mkdocs["plugins"] if isinstance(p, dict) and "i18n" in p)
     assert [(lang["locale"], lang["name"]) for lang in i18n["languages"]] == [
-        ("en", "English"), ("zh", "简体中文"), ("fr", "Français")]
+        ("en", "English"), ("fr", "Français"), ("zh", "简体中文")]
     page = (out / "v1" / "fr" / "top-kernels.html").read_text(encoding="utf-8")
     assert "Noyaux les plus coûteux" in page and 'lang="fr"' in page
     assert json.loads((out / "versions.json").read_text(encoding="utf-8"))[0]["title"] == "First"
