@@ -11,7 +11,7 @@ import vl_convert
 from helpers_pages import example_result
 
 from generator.render import charts as ch
-from generator.render.pages import build_charts
+from generator.render.chart_table import build_charts
 from generator.render.translations import translator
 
 

@@ -125,7 +125,8 @@ def test_an_ambiguous_join_is_stated_never_guessed():
     from generator.analyses.version import AnalysisSettings, analyze_version
     from generator.commands.build import EXAMPLE
     from generator.pipeline.config import load_report, report_meta
-    from generator.render.pages import build_charts, render_page
+    from generator.render.chart_table import build_charts
+    from generator.render.pages import render_page
     from generator.render.translations import translator
 
     inputs = h200_inputs("small_vlm_prefill.ncu-rep.xz")

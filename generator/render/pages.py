@@ -20,6 +20,7 @@ from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
+from generator.render.chart_table import build_charts, entries_on
 from generator.render.data_files import (
     DATA_FILES,
     SWEEP_CSV,
@@ -30,7 +31,6 @@ from generator.render.data_files import (
 from generator.render.findings import render_finding, render_method
 from generator.render.html_config import front_matter_title
 from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
-from generator.render.sweep_charts import sweep_charts
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
 
@@ -132,36 +132,6 @@ def whole_graph_rows(stage_time: pd.DataFrame) -> list[dict[str, Any]]:
     return rows(staged if len(staged) else found)
 
 
-def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.Chart | None]:
-    """Every chart of the version, keyed as the templates refer to them (None: no data)."""
-    charts: dict[str, ch.Chart | None] = {}
-    for index, stage in enumerate(result.stages):
-        top = result.top_kernels.get(stage)
-        key = f"top-{index}"
-        charts[key] = (ch.top_kernels_chart(f"top-{index}-{ch.slug(stage)}", top, t)
-                       if top is not None and len(top) else None)
-    staged = [s for s in result.stages if s != ALL_STAGES]
-    libraries = result.stage_libraries
-    charts["stage-time"] = (ch.stage_time_chart("stage-time", libraries, {s: s for s in staged}, t)
-                            if staged and len(libraries) else None)
-    histograms = ch.histogram_charts({f"hist-{ch.slug(key)}": (values, t(f"metrics.{key}", default=key))
-                                      for key, values in result.histograms.items() if len(values)}, t)
-    for key in result.histograms:
-        charts[f"hist-{key}"] = histograms.get(f"hist-{ch.slug(key)}")
-    roof = result.roofline
-    normalized, physical = roof.get("normalized"), roof.get("physical")
-    roofs = roof.get("roofs") or {}
-    charts["roofline-normalized"] = (ch.normalized_roofline_chart("roofline-normalized", normalized, t)
-                                     if normalized is not None and len(normalized) else None)
-    has_physical = physical is not None and len(physical)
-    charts["roofline-physical"] = (ch.physical_roofline_chart("roofline-physical", physical, roofs, t)
-                                   if has_physical else None)
-    charts["roofline-per-kernel"] = (ch.per_kernel_roofline_chart("roofline-per-kernel", physical, roofs, t)
-                                     if has_physical else None)
-    charts.update(sweep_charts(result.sweep, t))
-    return charts
-
-
 def _context(result: VersionResult, report: ReportMeta, lang: str,
              charts: dict[str, ch.Chart | None]) -> dict[str, Any]:
     t = translator(lang)
@@ -226,7 +196,14 @@ def render_page(page: str, result: VersionResult, report: ReportMeta, lang: str,
                 charts: dict[str, ch.Chart | None]) -> str:
     """One page's Markdown in ``lang``."""
     template = _env().get_template(f"{page}.md.j2")
-    return template.render(**_context(result, report, lang, charts))
+    context = _context(result, report, lang, charts)
+    text = template.render(**context)
+    for entry in entries_on(page):  # chart table entries: after the page's own content
+        block = context["chart"](entry.key, entry.alt)
+        if block:
+            heading = f"## {context['t'](entry.title)}\n\n" if entry.title else ""
+            text = f"{text.rstrip()}\n\n{heading}{block}"
+    return text
 
 
 def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, langs: list[str]) -> None:
