@@ -26,11 +26,13 @@ def _template(stem: str, lang: str) -> jinja2.Template:
 
 def render_finding(finding: Finding, lang: str) -> str:
     """The finding's Markdown text in ``lang`` from its template and evidence."""
-    return _template(finding.id, lang).render(
-        **{k: v for k, v in finding.evidence.items() if k.isidentifier()}, e=finding.evidence,
-        k=list(finding.kernels), kernel_names=list(finding.kernels), stage=finding.stage,
-        stages=[key[:-3] for key in finding.evidence if key.endswith(".ms")],
-        term=_terms(lang)).strip()
+    fixed = {"e": finding.evidence, "k": list(finding.kernels), "kernel_names": list(finding.kernels),
+             "stage": finding.stage, "stages": [key[:-3] for key in finding.evidence if key.endswith(".ms")],
+             "term": _terms(lang)}
+    # evidence keys are also top-level names, except where they would shadow the names above
+    # (stage_split_abstain's evidence "stages" is read as e.stages)
+    named = {k: v for k, v in finding.evidence.items() if k.isidentifier() and k not in fixed}
+    return _template(finding.id, lang).render(**named, **fixed).strip()
 
 
 def finding_record(finding: Finding, rank: int) -> dict[str, Any]:
