@@ -152,13 +152,6 @@ def _read_csv(csv_path: Path) -> list[list[str]]:
     return rows
 
 
-def profiled_mangled(csv_path: Path) -> list[str]:
-    """Kernel names (mangled) of an ``ncu --page raw --csv --print-kernel-base mangled`` export."""
-    rows = _read_csv(csv_path)
-    i = rows[0].index("Kernel Name")
-    return [r[i] for r in rows[2:] if len(r) > i]  # row 1 holds units
-
-
 #: The column of ``--page raw --csv`` that holds each launch's push/pop NVTX ranges per thread.
 NVTX_PUSH_POP = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from generator.analyses.join import JOIN_COLUMNS, attach_stage_time, coverage
-from generator.analyses.kernel_match import base_name
+from generator.analyses.kernel_identity import identity
 from generator.readers.base import read
 from generator.readers.nsys_sqlite import kernel_summary
 
@@ -33,6 +33,11 @@ def prefill() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def decode() -> pd.DataFrame:
     return read(H200 / "small_vlm_decode_ncu_raw.csv.xz").kernel_metrics
+
+
+def base_name(name: str) -> str:
+    """The function name without return type, scopes, template arguments or parameters."""
+    return identity(name).function
 
 
 def test_base_name_of_every_spelling():

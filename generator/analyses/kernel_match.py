@@ -15,11 +15,6 @@ from collections.abc import Callable, Iterable
 from generator.analyses.kernel_identity import identity
 
 
-def base_name(name: str) -> str:
-    """The function name without return type, scopes, template arguments or parameters."""
-    return identity(name).function
-
-
 def candidates(name: str, names: Iterable[str]) -> list[str]:
     """The ``names`` that can be ``name``: equal identity; only when none is equal, agreeing ones."""
     own = identity(name)
