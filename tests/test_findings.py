@@ -155,3 +155,24 @@ def test_at_least_ten_bounded_findings_ordered_by_bound(example):
         assert len([f for f in findings if f.bound is not None]) >= 10
         savings = [f.bound.saving_ns for f in findings]
         assert savings == sorted(savings, reverse=True)
+
+
+@pytest.fixture(scope="module")
+def llm_decode():
+    """examples/llm-decode: v1 eager decode (llm-decode-eager), v2 CUDA-graph decode (llm-decode-graph)."""
+    report = REPORT.parent.parent / "llm-decode" / "report.yaml"
+    config = load_report(report)
+    with InputCache() as cache:
+        return {v.id: analyze_version(v.id, version_inputs(v, cache, report, i), AnalysisSettings(rule="sol"))
+                for i, v in enumerate(config.versions)}
+
+
+def test_llm_decode_silences(llm_decode):
+    eager, graph = llm_decode["v1"].findings, llm_decode["v2"].findings
+    # the split-K reduce does FP32 adds at < 1 FLOP/byte: moving data, not a product on CUDA cores
+    assert not _by(eager, "precision_fallback") and not _by(graph, "precision_fallback")
+    assert _by(eager, "launch_overhead", "decode")[0].evidence["idle_pct"] == 92.1
+    assert not _by(graph, "launch_overhead", "decode")  # graph replays leave the GPU idle < 30 %
+    (shapes,) = _by(eager, "matmul_shapes", "decode")
+    assert shapes.evidence["min_flop_per_byte"] == 0.5 and "useful_pct_max" in shapes.evidence
+    assert 0 < shapes.evidence["useful_pct_max"] <= 100

@@ -57,11 +57,13 @@ def bandwidth(inputs: FindingInputs) -> Finding:
         return _abstain("bandwidth")
     per_token = float((_num(k, "dram_bytes") * k["count"]).sum()) / (tokens * batch)
     rate = tokens * batch / (float(span.iloc[0]) / 1e9)
+    idle = timeline.loc[timeline["stage"] == DECODE, "idle_ns"]
     return make("hw_bandwidth", DECODE, {
         "mib_per_token": (r(per_token / 2**20, 2), "MiB/token"), "tokens": (tokens * batch, "tokens"),
         "tok_per_s": (r(rate, 1), "tokens/s"), "needed_gbs": (r(per_token * rate / 1e9, 1), "GB/s"),
         "peak_gbs": (r(peak / 1e9, 0), "GB/s"), "peak_tok_per_s": (r(peak / per_token, 0), "tokens/s"),
-        "profiled_pct": (share(float(k["total_ns"].sum()), inputs.stage_ns(DECODE)), "%")},
+        "profiled_pct": (share(float(k["total_ns"].sum()), inputs.stage_ns(DECODE)), "%"),
+        "idle_pct": (share(float(idle.iloc[0]), float(span.iloc[0])), "%")},
         kind=HW, confidence="medium")
 
 
@@ -139,7 +141,8 @@ def parallelism(inputs: FindingInputs) -> Finding:
     return make("hw_parallelism", ALL_STAGES, {
         "under_wave_pct": (share(float(k.loc[waves, "total_ns"].sum()), total), "%"),
         "low_occupancy_pct": (share(float(k.loc[occ, "total_ns"].sum()), total), "%"),
-        "sm_count": (sms or 0, "SMs")}, kind=HW, confidence="medium")
+        "sm_count": (sms or 0, "SMs"), "batch": (inputs.params.get("batch") or 0, "rows")},
+        kind=HW, confidence="medium")
 
 
 def no_evidence(inputs: FindingInputs) -> list[Finding]:

@@ -6,7 +6,8 @@ from generator.analyses.findings.context import FindingInputs, make, removal_bou
 from generator.analyses.result import Finding
 from generator.model import ALL_STAGES
 
-IDLE_SHARE_PCT = 30.0  # idle time at/above this share of a stage's span → launch-bound stage
+IDLE_SHARE_PCT = 30.0  # idle time at/above this share of a stage's span → a finding
+LAUNCH_BOUND_PCT = 50.0  # idle at/above this share: the GPU waits more than it works (launch-bound)
 LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC_v11060")
 
 
@@ -30,7 +31,8 @@ def launch_overhead(inputs: FindingInputs) -> list[Finding]:
         evidence = {"idle_pct": (share(idle, span), "%"), "idle_ms": (round(idle / 1e6, 2), "ms"),
                     "span_ms": (round(span / 1e6, 2), "ms"), "launches": (int(row["launches"]), "launches"),
                     "mean_kernel_us": (us(row["kernel_ns"] / row["launches"]), "µs"),
-                    "median_gap_us": (us(row["idle_med_ns"]), "µs")}
+                    "median_gap_us": (us(row["idle_med_ns"]), "µs"),
+                    "launch_bound": (100.0 * idle / span >= LAUNCH_BOUND_PCT, "")}
         if calls is not None and len(calls):
             evidence["median_launch_us"] = (us(calls.iloc[0]["med_ns"]), "µs")
         found.append(make("launch_overhead", stage, evidence, None,

@@ -60,10 +60,13 @@ def matmul_shapes(inputs: FindingInputs) -> list[Finding]:
             "skinny_pct": (share(float(k.loc[classes == "skinny", "total_ns"].sum()), float(k["total_ns"].sum())), "%"),
             "tensor_time_pct": (share(float(flop_time.sum()), float(k["total_ns"].sum())), "%"),
         }
-        decode_like = stage == "decode" and isinstance(batch, int) and batch > 0
-        if decode_like:  # each decode step multiplies batch rows; the executed rows are ≈ FLOP/byte
+        padded = ai[classes != "gemv"]
+        if len(padded):  # products with several rows: rows ≈ FLOP/byte
+            evidence["min_rows"] = (r(padded.min(), 1), "rows")
+        if stage == "decode" and isinstance(batch, int) and batch > 0 and len(padded) and padded.min() > batch:
+            # each decode step multiplies batch rows; the executed rows are ≈ FLOP/byte
             evidence["batch"] = (batch, "rows")
-            evidence["useful_pct_max"] = (share(batch, float(ai.min())), "%")
+            evidence["useful_pct_max"] = (share(batch, float(padded.min())), "%")
         evidence["verdict"] = (classes.loc[k["total_ns"].idxmax()], "")
         found.append(make("matmul_shapes", stage, evidence, k, sol_bound(k, stage_ns, inputs.total_ns), "high"))
     return found

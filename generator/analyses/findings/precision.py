@@ -15,15 +15,17 @@ ARCH_PATTERN = re.compile(r"(?:^|[^a-z0-9])sm_?(\d{2,3})(?=[^0-9]|$)", re.IGNORE
 
 
 def precision_fallback(inputs: FindingInputs) -> list[Finding]:
-    """Tensor-capable kernels of a half-precision model that run FP32 FLOP with no tensor FLOP:
-    bound = their time × (1 − FP32 peak / tensor peak) (the same work at the tensor roof)."""
+    """Tensor-capable kernels of a half-precision model that compute (FLOP/byte at or above the FP32
+    ridge) in FP32 with no tensor FLOP: bound = their time × (1 − FP32 peak / tensor peak) (the same work at the tensor roof)."""
     dtype = str(inputs.params.get("dtype") or "").lower()
     k = inputs.kernels
     if dtype not in HALF_DTYPES or not len(k):
         return []
     fp32 = pd.to_numeric(k["flop_fp32"], errors="coerce").fillna(0.0)
     tensor = pd.to_numeric(k["flop_tensor"], errors="coerce").fillna(0.0)
-    hit = k[k["category"].isin(TENSOR_CAPABLE) & (fp32 > 0) & (tensor == 0)]
+    ridge = inputs.peaks.ridge("fp32") or 0.0  # below it the kernel moves data (e.g. a split-K reduce)
+    ai = pd.to_numeric(k["arithmetic_intensity"], errors="coerce").fillna(0.0)
+    hit = k[k["category"].isin(TENSOR_CAPABLE) & (fp32 > 0) & (tensor == 0) & (ai >= ridge)]
     peak32, peak_tc = inputs.peaks.flop_per_s.get("fp32"), inputs.peaks.flop_per_s.get("tensor")
     found = []
     for _, row in hit.sort_values("total_ns", ascending=False).iterrows():
@@ -34,6 +36,7 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
                     "launches": (int(row["count"]), "launches"),
                     "flop_fp32_g": (r(row["flop_fp32"] / 1e9, 2), "GFLOP"), "flop_tensor_g": (0.0, "GFLOP"),
                     "sm_pct": (r(row["sm_throughput_pct"], 1), "%"),
+                    "flop_per_byte": (r(row["arithmetic_intensity"], 1), "FLOP/byte"),
                     "stage_pct": (share(row["total_ns"], stage_ns), "%")}
         if ratio:
             evidence["peak_fp32_t"] = (r(peak32 / 1e12, 1), "TFLOP/s")
