@@ -179,6 +179,9 @@ class VersionInputs:
     timeline: pd.DataFrame | None = None
     #: CUDA API calls of the whole capture (API_SUMMARY_COLUMNS), None when no input carries them
     api_summary: pd.DataFrame | None = None
+    #: per stage, GPU timeline figures summed over devices (nsys_sqlite.TIMELINE_COLUMNS but
+    #: ``device`` and the median gap) where an nsys SQLite export gave the stage; empty when none did
+    stage_spans: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass(frozen=True)

@@ -154,3 +154,74 @@ def test_whole_graph_trace_as_a_stage_is_one_line_exit_2(tmp_path: Path, capsys:
                    "(494.6 us GPU time per graph, kernels unknown): re-capture with nsys profile "
                    "--cuda-graph-trace=node"]
     assert not (tmp_path / "site").exists()
+
+
+#: Per stage, the span by plain SQL: first start to last end of the stage's kernels (each stage is
+#: one NVTX range instance in these runs).
+SPAN_SQL = PER_STAGE_SQL.replace(
+    "SELECT n.name, count(*), sum(k.end - k.start),", "SELECT n.name, count(DISTINCT n.start), max(k.end) - min(k.start),")
+
+
+def _spans(run: Path, tmp: Path) -> dict[str, int]:
+    db = sqlite3.connect(tmp / f"{run.name}.sqlite")
+    try:
+        found = {stage: (instances, span) for stage, instances, span, _, _ in db.execute(SPAN_SQL)}
+    finally:
+        db.close()
+    assert {instances for instances, _ in found.values()} == {1}
+    return {stage: span for stage, (_, span) in found.items()}
+
+
+def test_did_it_get_faster_kernel_time_and_span_apart(built: Path, tmp_path: Path) -> None:
+    """CUDA-graph decode: +15.0 % kernel time (slower beyond the 2 % threshold) while its span fell
+    89.4 % (faster): both shown, the page says the stage is faster end to end."""
+    from generator.analyses.speed_change import KERNEL_THRESHOLD_PCT, SPAN_THRESHOLD_PCT
+    sql = {v: _sql(run, tmp_path) for v, run in RUNS.items()}
+    spans = {v: _spans(run, tmp_path) for v, run in RUNS.items()}
+    docs = built / "src" / "llm-decode-h200" / "v2" / "docs"
+    with (docs / "data" / "stage_speed.csv").open(encoding="utf-8") as fh:
+        rows = {row["stage"]: row for row in csv.DictReader(fh)}
+    page = (docs / "comparison.md").read_text(encoding="utf-8")
+    for stage in ("prefill", "decode"):
+        row = rows[stage]
+        before, after = sql["v1"][stage][1], sql["v2"][stage][1]
+        span_before, span_after = spans["v1"][stage], spans["v2"][stage]
+        assert (float(row["kernel_prev_ns"]), float(row["kernel_ns"])) == (before, after)
+        assert (float(row["span_prev_ns"]), float(row["span_ns"])) == (span_before, span_after)
+        rel, span_rel = (after - before) * 100 / before, (span_after - span_before) * 100 / span_before
+        assert row["kernel_verdict"] == ("slower" if rel >= KERNEL_THRESHOLD_PCT else "faster"
+                                         if rel <= -KERNEL_THRESHOLD_PCT else "unchanged")
+        assert row["span_verdict"] == ("faster" if span_rel <= -SPAN_THRESHOLD_PCT else "unchanged")
+        line = next(ln for ln in page.splitlines() if ln.startswith(f"| {stage} |"))
+        assert f"| {before / 1e6:,.3f} ms | {after / 1e6:,.3f} ms | {rel:+.1f}% |" in line
+        assert f"| {span_before / 1e6:,.3f} ms | {span_after / 1e6:,.3f} ms | {span_rel:+.1f}% |" in line
+    decode = rows["decode"]
+    assert (round(float(decode["kernel_rel_pct"]), 1), round(float(decode["span_rel_pct"]), 1)) == (15.0, -89.4)
+    assert (decode["kernel_verdict"], decode["span_verdict"]) == ("slower", "faster")
+    assert "decode: kernel time +15.0% but span -89.4%" in page
+    assert "decode：内核时间 +15.0%，但跨度 -89.4%" in (docs / "comparison.zh.md").read_text(encoding="utf-8")
+
+
+def test_kernels_added_removed_and_movers_add_up(built: Path, tmp_path: Path) -> None:
+    """Added + paired = this version's kernel time, removed + paired = the previous one's (plain SQL);
+    an added kernel's name never ran before, a removed one's never runs now."""
+    totals = {v: sum(ns for _, ns, _, _ in _sql(run, tmp_path).values()) for v, run in RUNS.items()}
+    names = {}
+    for version, run in RUNS.items():
+        db = sqlite3.connect(tmp_path / f"{run.name}.sqlite")
+        names[version] = {n for (n,) in db.execute(
+            "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName")}
+        db.close()
+    docs = built / "src" / "llm-decode-h200" / "v2" / "docs"
+    with (docs / "data" / "kernel_changes.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    by = {s: [r for r in rows if r["status"] == s] for s in ("added", "removed", "paired")}
+    assert sum(float(r["total_ns"]) for r in by["added"] + by["paired"]) == totals["v2"]
+    assert sum(float(r["prev_total_ns"]) for r in by["removed"] + by["paired"]) == totals["v1"]
+    assert all(r["name"] not in names["v1"] for r in by["added"])
+    assert all(r["prev_name"] not in names["v2"] for r in by["removed"])
+    moved = [abs(float(r["abs_ns"])) for r in by["paired"]]
+    assert moved == sorted(moved, reverse=True)
+    page = (docs / "comparison.md").read_text(encoding="utf-8")
+    added_ms = sum(float(r["total_ns"]) for r in by["added"]) / 1e6
+    assert f"Kernels that ran only in this version: {len(by['added'])}, {added_ms:,.3f} ms GPU time" in page

@@ -114,6 +114,10 @@ class VersionResult:
     stage_time: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: GPU time per stage and library (stage_time.STAGE_LIBRARY_COLUMNS)
     stage_libraries: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: GPU time per stage vs the previous version, kernel time and span (speed_change.STAGE_SPEED_COLUMNS)
+    stage_speed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: kernels added, removed and paired vs the previous version (speed_change.KERNEL_CHANGE_COLUMNS)
+    kernel_changes: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: every registered analysis's result by its key (analyses.registry); the fields above are the
     #: ones the pages name, the rest are read here (e.g. by a chart entry)
     values: dict[str, Any] = field(default_factory=dict)

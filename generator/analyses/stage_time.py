@@ -25,16 +25,21 @@ STAGE_TIME_COLUMNS = [
     "graph_pct",  # graph_kernel_ns / kernel_ns × 100
     "whole_graph_launches",  # replays traced as whole graphs (kernels unknown)
     "whole_graph_ns",  # their GPU time (not in kernel_ns)
+    "span_ns",  # first kernel start to last kernel end, summed over the stage's range instances
+    "idle_ns",  # gaps with no kernel running inside the span
 ]
 #: Per stage and library: GPU time and its share of the stage.
 STAGE_LIBRARY_COLUMNS = ["stage", "library", "kernel_ns", "pct"]
 
 
-def stage_time(summary: pd.DataFrame, graphs: pd.DataFrame, stages: list[str], top_n: int) -> pd.DataFrame:
-    """STAGE_TIME_COLUMNS for ``stages`` from the kernel summary and the graph figures per stage
-    (nsys_sqlite.GRAPH_COLUMNS; a stage without a row there has unknown graph figures)."""
+def stage_time(summary: pd.DataFrame, graphs: pd.DataFrame, timeline: pd.DataFrame, stages: list[str],
+               top_n: int) -> pd.DataFrame:
+    """STAGE_TIME_COLUMNS for ``stages`` from the kernel summary, the graph figures
+    (nsys_sqlite.GRAPH_COLUMNS) and the timeline figures per stage (VersionInputs.stage_spans); a stage
+    without a row in one of them has those figures unknown."""
     total = float(summary.loc[summary["stage"] == ALL_STAGES, "total_ns"].sum())
     by_stage = graphs.set_index("stage") if len(graphs) else None
+    spans = timeline.set_index("stage") if len(timeline) else None
     rows = []
     for stage in stages:
         kernels = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True])
@@ -59,6 +64,8 @@ def stage_time(summary: pd.DataFrame, graphs: pd.DataFrame, stages: list[str], t
             "graph_pct": graph_ns * 100.0 / ns if ns else float("nan"),
             "whole_graph_launches": value("whole_graph_launches"),
             "whole_graph_ns": value("whole_graph_ns"),
+            "span_ns": float(spans.at[stage, "span_ns"]) if spans is not None and stage in spans.index else float("nan"),
+            "idle_ns": float(spans.at[stage, "idle_ns"]) if spans is not None and stage in spans.index else float("nan"),
         })
     return pd.DataFrame(rows, columns=STAGE_TIME_COLUMNS)
 
@@ -79,7 +86,7 @@ def stage_libraries(summary: pd.DataFrame, names: dict[str, KernelName], stages:
 
 def version_stage_time(inputs: VersionInputs, stages: list[str], settings: AnalysisSettings) -> pd.DataFrame:
     """:func:`stage_time` of the version (its kernel summary and CUDA graph figures)."""
-    return stage_time(inputs.kernel_summary, inputs.graphs, stages, settings.top_n)
+    return stage_time(inputs.kernel_summary, inputs.graphs, inputs.stage_spans, stages, settings.top_n)
 
 
 def version_stage_libraries(inputs: VersionInputs, names: dict[str, KernelName], stages: list[str]) -> pd.DataFrame:

@@ -40,7 +40,7 @@ from generator.readers import read
 from generator.readers.base import naming, read_from
 from generator.readers.inflate import decompress_xz
 from generator.readers.ncu_rep import kernel_metrics_frame
-from generator.readers.nsys_sqlite import GRAPH_COLUMNS
+from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS
 from generator.readers.nsys_sqlite import graph_summary as nsys_graph_summary
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import stage_instances as nsys_stage_instances
@@ -190,6 +190,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     timelines: list[pd.DataFrame] = []
     sources: dict[str, dict] = {}  # stage → where its summary came from (which range instances / which file)
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
+    spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
     for run in version.runs:
         manifest = load_manifest(run)
         manifests.append(manifest)
@@ -205,6 +206,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         else:  # a workload without stages: the whole capture is the measured work
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
         graphs.append(cache.graph_summary(sqlite, stages or (ALL_STAGES,)))
+        spans.append(cache.stage_timeline(sqlite, stages or (ALL_STAGES,)))
         others.append(nsys)
         metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
         for suffix in NCU_PASSES[1:]:  # a retry pass over kernels the first one missed, when there was one
@@ -218,6 +220,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             others.append(dataset)
             if dataset.provenance.format == "nsys-sqlite":
                 graphs.append(cache.graph_summary(path, (entry.stage or ALL_STAGES,)))
+                spans.append(cache.stage_timeline(path, (entry.stage or ALL_STAGES,)))
             if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(cache.stage_instances(path, (entry.stage,)))
             elif entry.stage is not None:
@@ -241,23 +244,25 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
         stage_sources=sources,
-        graphs=_concat_graphs(graphs),
+        graphs=_per_stage(graphs, GRAPH_COLUMNS),
         timeline=pd.concat(timelines, ignore_index=True) if len(timelines) == 1 else None,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
+        stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS if c not in ("device", "idle_med_ns")]),
     )
 
 
-def _concat_graphs(graphs: list[pd.DataFrame]) -> pd.DataFrame:
-    """Every stage's CUDA graph figures; without a whole-capture row, "all" is the stages' sum (the
-    union, as for kernel summaries)."""
-    frames = [g for g in graphs if len(g)]
+def _per_stage(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """Every stage's additive figures (``columns``: "stage" then counts and ns), summed over devices;
+    without a whole-capture row, "all" is the stages' sum (the union, as for kernel summaries)."""
+    frames = [f for f in frames if len(f)]
     if not frames:
-        return pd.DataFrame(columns=GRAPH_COLUMNS)
-    table = pd.concat(frames, ignore_index=True)
+        return pd.DataFrame(columns=columns)
+    table = pd.concat(frames, ignore_index=True)[columns]
+    table = table.groupby("stage", sort=False).sum().reset_index()
     if not (table["stage"] == ALL_STAGES).any():
         union = table.drop(columns="stage").sum().to_frame().T.assign(stage=ALL_STAGES)
-        table = pd.concat([union[GRAPH_COLUMNS], table], ignore_index=True)
+        table = pd.concat([union[columns], table], ignore_index=True)
     return table
 
 

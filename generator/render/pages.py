@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES, ReportMeta
@@ -46,6 +47,8 @@ MANIFEST_ROWS_MAX = 60
 MANIFEST_KEYS = ("workload", "params", "stages", "top_n_requested", "environment", "tools", "argv", "status",
                  "notes")
 KERNEL_LIST_MAX = 8
+#: Kernels added / removed listed on the comparison page (all of them in data/kernel_changes.csv)
+CHANGE_ROWS_MAX = 15
 
 
 def page_names(result: VersionResult) -> list[str]:
@@ -179,6 +182,10 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "is_missing": is_missing,
         "has_chart": lambda key: charts.get(key) is not None,
         "whole_graph_rows": whole_graph_rows,
+        "speed": {"kernel_threshold": sc.KERNEL_THRESHOLD_PCT, "kernel_noise": sc.KERNEL_NOISE_PCT,
+                  "span_threshold": sc.SPAN_THRESHOLD_PCT, "span_noise": sc.SPAN_NOISE_PCT},
+        "list_max": CHANGE_ROWS_MAX,
+        "movers_max": sc.MOVERS,
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
         "file_name": lambda path: escape_text(Path(str(path)).name),
         "sha": lambda value: unknown if is_missing(value) else str(value)[:SHA_PREFIX],
