@@ -100,6 +100,17 @@ def test_the_check_finds_english_and_avoided_words() -> None:
     assert sorted(h.split(" (use ")[0] for h in hits) == ["'compute-bound'", "'tensor core'", "'计算密集'"], hits
 
 
+def test_chinese_pages_use_the_glossary_words(example_site: BuiltSite) -> None:
+    wrong = _wrong_words("zh")
+    pages = sorted(example_site.src.rglob("*.zh.md"))
+    assert len(pages) >= 19  # v1 and v2 of the example, every page
+    hits = []
+    for page in pages:
+        text = _prose(page.read_text(encoding="utf-8"), _data_words(page.parent))
+        hits += [f"{page.relative_to(example_site.src)}: {h}" for h in _findings(text, wrong)]
+    assert not hits, "\n".join(hits[:40])
+
+
 def _specs(page: Path) -> list[dict]:
     found = re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', page.read_text(encoding="utf-8"))
     return [json.loads(s) for s in found]

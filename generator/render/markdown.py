@@ -45,6 +45,21 @@ def escape_text(text: str) -> str:
     return _MD_LINE_START.sub(lambda m: "\\" + m[0] if m[0] in "-+" else m[0] + "\\", escaped, count=1)
 
 
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
+def inline_markdown(text: str) -> str:
+    """Author text (report.yaml notes) with its backtick code spans rendered as code and everything else
+    escaped as :func:`escape_text` does: no other markup, links or HTML reach the page."""
+    out, pos = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        out += [escape_text(text[pos:match.start()]) if match.start() > pos else "",
+                f"<code>{html.escape(_one_line(match[2]).strip(), quote=False)}</code>"]
+        pos = match.end()
+    out.append(escape_text(text[pos:]) if pos < len(text) else "")
+    return "".join(out)
+
+
 def escape_attr(text: str) -> str:
     """Text for a double-quoted HTML attribute inside Markdown: every ASCII punctuation as a
     numeric character reference, so neither the HTML nor the Markdown/table parser sees it."""

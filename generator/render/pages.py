@@ -18,6 +18,7 @@ import pandas as pd
 from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.result import VersionResult
+from generator.analyses.setup import SOFTWARE, setup_facts
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
@@ -31,9 +32,10 @@ from generator.render.data_files import (
 )
 from generator.render.findings import render_finding, render_method
 from generator.render.html_config import front_matter_title
-from generator.render.markdown import Numbers, code_cell, escape_text, is_missing, name_cell
+from generator.render.markdown import Numbers, code_cell, escape_text, inline_markdown, is_missing, name_cell
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
+from generator.workload_params import params_read
 
 #: Page file stems in navigation order; "comparison" only exists when there is a previous version.
 PAGES: tuple[str, ...] = ("index", "top-kernels", "classification", "durations", "histograms",
@@ -44,8 +46,8 @@ SHA_PREFIX = 12
 MANIFEST_ROWS_MAX = 60
 #: capture manifest keys the overview shows (workload, parameters, software and tools); the
 #: top-N lists, coverage and phases are shown elsewhere or are logs
-MANIFEST_KEYS = ("workload", "params", "stages", "top_n_requested", "environment", "tools", "argv", "status",
-                 "notes")
+#: (environment and tools are setup facts: generator.analyses.setup, one source for every page)
+MANIFEST_KEYS = ("workload", "params", "stages", "top_n_requested", "argv", "status", "notes")
 KERNEL_LIST_MAX = 8
 #: Kernels added / removed listed on the comparison page (all of them in data/kernel_changes.csv)
 CHANGE_ROWS_MAX = 15
@@ -108,6 +110,14 @@ def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix[:-1], value)]
 
 
+def _manifest_shown(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest keys the overview lists, with only the parameters the workload reads."""
+    shown = {k: manifest[k] for k in MANIFEST_KEYS if k in manifest}
+    if isinstance(shown.get("params"), dict):
+        shown["params"] = params_read(str(manifest.get("workload")), shown["params"])
+    return shown
+
+
 def _commands(value: Any, inside: bool = False) -> list[str]:
     """Every command under a key containing "command", in manifest order (argv lists joined with
     shell quoting)."""
@@ -162,6 +172,9 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "t": t,
         "n": numbers,
         "esc": escape_text,
+        "md": inline_markdown,
+        "setup": setup_facts(result),
+        "software": SOFTWARE,
         "page_title": front_matter_title,
         "name": lambda value, raw=None: name_cell(value, unknown, title=raw),
         "kernel": lambda raw_name: name_cell(friendly.get(raw_name, raw_name), unknown, title=raw_name),
@@ -189,7 +202,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
         "file_name": lambda path: escape_text(Path(str(path)).name),
         "sha": lambda value: unknown if is_missing(value) else str(value)[:SHA_PREFIX],
-        "manifest_rows": _leaves({k: manifest[k] for k in MANIFEST_KEYS if k in manifest})[:MANIFEST_ROWS_MAX]
+        "manifest_rows": _leaves(_manifest_shown(manifest))[:MANIFEST_ROWS_MAX]
         if isinstance(manifest, dict) else [],
         "commands": _commands(manifest) if isinstance(manifest, dict) else [],
         "kernels_yaml": result.kernels_yaml,

@@ -1,0 +1,29 @@
+"""Which capture parameters each preset workload reads (capture/workloads/<name>.py and capture/worker.py).
+
+A capture manifest records every parameter with its value, read or not (``m``/``n``/``k`` = 4096 for an OCR
+run); the overview shows only the ones the workload read. tests/test_setup_facts.py checks this table against
+the capture sources.
+"""
+from __future__ import annotations
+
+#: read by the worker for every workload
+WORKER_PARAMS: tuple[str, ...] = ("device", "warmup", "module_depth")
+
+#: preset → the parameters its build function reads
+WORKLOAD_PARAMS: dict[str, tuple[str, ...]] = {
+    "ocr-vlm": ("dtype", "model", "layers", "batch", "image_size", "prompt_len", "new_tokens", "attn_impl",
+                "seed"),
+    "llm-decode": ("dtype", "model", "layers", "batch", "prompt_len", "new_tokens", "attn_impl", "cuda_graph",
+                   "seed"),
+    "vit": ("dtype", "model", "layers", "batch", "image_size", "attn_impl", "seed"),
+    "gemm": ("dtype", "model", "m", "n", "k", "seed"),
+}
+
+
+def params_read(workload: str, params: dict[str, object]) -> dict[str, object]:
+    """The parameters ``workload`` reads, in manifest order; all of them for a workload not listed here
+    (``module:function`` reads what it likes)."""
+    known = WORKLOAD_PARAMS.get(workload)
+    if known is None:
+        return dict(params)
+    return {k: v for k, v in params.items() if k in known or k in WORKER_PARAMS}
