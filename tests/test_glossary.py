@@ -54,7 +54,8 @@ def _findings(text: str, wrong: dict[str, str]) -> list[str]:
     hits = []
     for word, key in wrong.items():
         latin = re.search("[A-Za-z]", word)
-        pattern = (r"(?<![A-Za-z])" + re.escape(word) + r"(?![A-Za-z])") if latin else re.escape(word)
+        # a Latin word stands alone: not inside an identifier or file name (stage\_time.csv)
+        pattern = (r"(?<![A-Za-z0-9_\\.])" + re.escape(word) + r"(?![A-Za-z0-9_\\])") if latin else re.escape(word)
         for match in re.finditer(pattern, text, flags=re.IGNORECASE if latin else 0):
             line = text[: match.start()].count("\n")
             hits.append(f"{word!r} (use {key}): {text.splitlines()[line].strip()[:120]}")
@@ -94,7 +95,7 @@ def test_the_check_finds_english_and_avoided_words() -> None:
     """The scan below can fail: it finds a planted English class, an avoided synonym and "Tensor Core" in prose,
     and ignores the same words inside a kernel-name cell, inline code or a data name."""
     wrong = _wrong_words("zh")
-    page = ("分类：compute-bound 与 计算密集型；使用 Tensor Core。\n"
+    page = ("分类：compute-bound与计算密集型；使用Tensor Core。\n"
             '<span class="kr-name" title="x">Memory-bound kernel</span> `balanced` Elementwise Add\n')
     hits = _findings(_prose(page, {"Elementwise Add"}), wrong)
     assert sorted(h.split(" (use ")[0] for h in hits) == ["'compute-bound'", "'tensor core'", "'计算密集'"], hits
