@@ -176,3 +176,21 @@ def test_llm_decode_silences(llm_decode):
     (shapes,) = _by(eager, "matmul_shapes", "decode")
     assert shapes.evidence["min_flop_per_byte"] == 0.5 and "useful_pct_max" in shapes.evidence
     assert 0 < shapes.evidence["useful_pct_max"] <= 100
+
+
+def test_abstentions_name_what_is_missing(example):
+    """Without run parameters and timeline the bandwidth area abstains and says which input is missing;
+    with no ncu kernels the decode-units area does; EN and ZH quote the same numbers."""
+    import re
+
+    from generator.render.findings import render_finding
+
+    bare = dataclasses.replace(_inputs(example, "v2"), params={}, timeline=None)
+    found = {f.id: f for f in F.hardware(bare)}
+    assert found["hw_bandwidth_none"].evidence["tokens"] == 0
+    assert found["hw_bandwidth_none"].evidence["timeline"] is False
+    no_ncu = dataclasses.replace(bare, kernels=example["v2"][1].ncu_metrics.iloc[0:0])
+    assert {f.id for f in F.hardware(no_ncu)} >= {"hw_decode_units_none", "hw_core_balance_none"}
+    for finding in [*F.hardware(bare), *F.hardware(no_ncu), *F.launch_overhead(bare)]:
+        en, zh = (sorted(re.findall(r"\d+(?:\.\d+)?", render_finding(finding, lang))) for lang in ("en", "zh"))
+        assert en == zh, finding.id

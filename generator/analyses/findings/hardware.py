@@ -54,7 +54,8 @@ def bandwidth(inputs: FindingInputs) -> Finding:
     span = timeline.loc[timeline["stage"] == DECODE, "span_ns"] if timeline is not None else pd.Series(dtype=float)
     peak = inputs.peaks.dram_bytes_per_s
     if not len(k) or not tokens or not len(span) or not peak:
-        return _abstain("bandwidth")
+        return _abstain("bandwidth", {"decode_kernels": (len(k), "kernels"), "tokens": (tokens or 0, "tokens"),
+                                      "timeline": (bool(len(span)), ""), "peak": (bool(peak), "")})
     per_token = float((_num(k, "dram_bytes") * k["count"]).sum()) / (tokens * batch)
     rate = tokens * batch / (float(span.iloc[0]) / 1e9)
     idle = timeline.loc[timeline["stage"] == DECODE, "idle_ns"]
@@ -91,7 +92,7 @@ def decode_units(inputs: FindingInputs) -> Finding:
     peak = inputs.peaks.flop_per_s.get("tensor")
     ai = pd.to_numeric(k["arithmetic_intensity"], errors="coerce") if len(k) else pd.Series(dtype=float)
     if not len(k) or not peak or not (ai > 0).any():
-        return _abstain("decode_units")
+        return _abstain("decode_units", {"decode_products": (len(k), "kernels")})
     flop = float((_num(k, "flop_tensor") * k["count"]).sum())
     achieved = flop / (float(k["total_ns"].sum()) / 1e9)
     return make("hw_decode_units", DECODE, {
