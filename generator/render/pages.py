@@ -19,6 +19,7 @@ from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.result import VersionResult
 from generator.analyses.setup import SOFTWARE, setup_facts
+from generator.metric_table import DISPLAY
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
@@ -145,6 +146,31 @@ def whole_graph_rows(stage_time: pd.DataFrame) -> list[dict[str, Any]]:
     return rows(staged if len(staged) else found)
 
 
+def note_text(note: dict[str, Any] | None, t: Callable[..., str], numbers: Numbers,
+              stage_name: Callable[[str], str], cls: Callable[[Any], str], unit: str = "") -> str:
+    """A chart's note (analyses.chart_notes) in words: each value printed as its name says."""
+    if note is None:
+        return ""
+
+    def show(key: str, value: Any) -> str:
+        if key.endswith("_pct"):
+            return numbers.pct(value, 1)
+        if key.endswith("_ns"):
+            return numbers.ms(value)
+        if key == "n" or key.endswith("_count"):
+            return numbers.int(value)
+        if key.endswith("_name"):
+            return numbers.text(value)
+        if key in ("stage", "low_stage"):
+            return stage_name(value)
+        if key == "class":
+            return cls(value)
+        return f"{numbers.num(value)} {unit}".rstrip() if key.startswith("value") else numbers.text(value)
+
+    words = t(f"notes.{note['id']}", **{k: show(k, v) for k, v in note["values"].items()})
+    return f"**{t('notes.lead')}** {words}"
+
+
 def _context(result: VersionResult, report: ReportMeta, lang: str,
              charts: dict[str, ch.Chart | None]) -> dict[str, Any]:
     t = translator(lang)
@@ -194,6 +220,9 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
                                      lang),
         "is_missing": is_missing,
         "has_chart": lambda key: charts.get(key) is not None,
+        "metric_units": {key: DISPLAY[key].unit for key in HISTOGRAMS},
+        "note": lambda key, unit="": note_text(result.values.get("chart_notes", {}).get(key), t, numbers,
+                                              stage_name, cls, unit),
         "whole_graph_rows": whole_graph_rows,
         "speed": {"kernel_threshold": sc.KERNEL_THRESHOLD_PCT, "kernel_noise": sc.KERNEL_NOISE_PCT,
                   "span_threshold": sc.SPAN_THRESHOLD_PCT, "span_noise": sc.SPAN_NOISE_PCT},
