@@ -110,6 +110,9 @@ def test_old_arch_sm80_on_sm90(example):
 def test_attention_by_identity(example):
     v1, v2 = example["v1"][1].findings, example["v2"][1].findings
     assert _by(v1, "attention", "sam")[0].evidence["implementation"] == "eager"
+    (eager,) = _by(v1, "attention", "decode")  # 384 attention softmaxes; the router's 352 = the top-k's launches
+    assert (eager.evidence["launches"], eager.evidence["total_us"], eager.evidence["not_attention_us"]) == \
+        (384, 786.1, 426.4)
     assert _by(v2, "attention", "sam")[0].evidence["implementation"] == "fused"
     (decode,) = _by(v2, "attention", "decode")
     assert decode.kernels == ("cuDNN Flash Attention Forward (sm80, 16x128x256)",)

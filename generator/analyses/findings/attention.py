@@ -1,6 +1,7 @@
 """Attention implementation per stage, by kernel identity: fused kernels (flash, cuDNN SDPA,
 memory-efficient) vs eager (softmax beside batched matrix products with no fused kernel in the
-stage). A softmax in a stage that runs a fused attention kernel is not attention (e.g. an MoE router)."""
+stage). A softmax in a stage that runs a fused attention kernel is not attention, nor is one launched
+exactly as often as the stage's MoE routing kernels (the router's softmax before its top-k)."""
 from __future__ import annotations
 
 from generator.analyses.findings.context import FindingInputs, make, share, sol_bound, us
@@ -9,6 +10,7 @@ from generator.analyses.result import Bound, Finding
 FUSED = "attention"  # naming category of fused attention kernels (flash, cuDNN SDPA, fmha)
 SOFTMAX = "softmax"
 PRODUCTS = frozenset({"gemm", "gemv"})
+ROUTING = "moe"  # MoE routing kernels (top-k, sort): a softmax launched exactly as often is the router's
 MIN_ATTENTION_STAGE_PCT = 1.0  # attention (or eager softmax) below this share of a stage: no finding
 
 
@@ -19,10 +21,11 @@ def attention(inputs: FindingInputs) -> list[Finding]:
         stage_ns = float(rows["total_ns"].sum())
         fused = rows[rows["category"] == FUSED]
         softmax = rows[rows["category"] == SOFTMAX]
+        router = softmax["count"].isin(set(rows.loc[rows["category"] == ROUTING, "count"]))
         if len(fused):
             impl, hit, other = "fused", fused, softmax
-        elif len(softmax) and rows["category"].isin(PRODUCTS).any():
-            impl, hit, other = "eager", softmax, softmax.iloc[0:0]
+        elif len(softmax[~router]) and rows["category"].isin(PRODUCTS).any():
+            impl, hit, other = "eager", softmax[~router], softmax[router]
         else:
             continue
         affected = float(hit["total_ns"].sum())
