@@ -117,3 +117,26 @@ def test_every_chart_has_a_note_with_the_same_numbers_in_both_languages(docs: di
         if key.startswith("hist-") and "below_count" in h:
             assert (f"{h['below_count']} of {h['n']} kernels are below 20.0% and {h['above_count']} at or above 60.0%"
                     in hist)
+
+
+def test_sweep_chart_note_equals_sweep_csv(tmp_path: Path) -> None:
+    """The sweep page's chart (vit-sweep, 4 real H200 captures): least, most and baseline GPU time
+    from data/sweep.csv; every chart of the version has its note, same numbers in EN and ZH."""
+    report = ROOT / "examples" / "vit-sweep" / "report.yaml"
+    assert main(["build", str(report), "--out", str(tmp_path / "site"), "--src", str(tmp_path / "src")]) == 0
+    docs = tmp_path / "src" / "vit-sweep" / "sweep" / "docs"
+    configs = pd.read_csv(docs / "data" / "sweep.csv")
+    least, most = configs.loc[configs["gpu_time_ns"].idxmin()], configs.loc[configs["gpu_time_ns"].idxmax()]
+    base = configs[configs["baseline"]].iloc[0]
+    (note,) = _notes(docs / "sweep.md", "In short:")
+    assert note == (f"**In short:** Over the {len(configs)} configurations GPU time runs from "
+                    f"{least['gpu_time_ns'] / 1e6:,.3f} ms ({least['label']}) to {most['gpu_time_ns'] / 1e6:,.3f} ms "
+                    f"({most['label']}); the baseline {base['label']} takes {base['gpu_time_ns'] / 1e6:,.3f} ms.")
+    assert (least["label"], most["label"]) == ("224 px, batch 1", "448 px, batch 4")
+    for page in docs.glob("*.md"):
+        if page.name.endswith(".zh.md"):
+            continue
+        en, zh = _notes(page, "In short:"), _notes(page.with_name(page.stem + ".zh.md"), "要点：")
+        assert len(en) == len(zh) == page.read_text(encoding="utf-8").count('id="kr-chart-'), page.name
+        for a, b in zip(en, zh):
+            assert sorted(NUMBER.findall(a)) == sorted(NUMBER.findall(b)), (a, b)

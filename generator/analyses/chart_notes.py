@@ -20,6 +20,8 @@ LOW_PCT, HIGH_PCT = 20.0, 60.0
 HALF_PCT = 50.0
 #: Roofline: kernels reaching at least this share of their roof are counted.
 ROOF_PCT = 50.0
+#: The sweep page's chart key (render.sweep_charts.CHART_SLUG).
+SWEEP_CHART = "sweep-metrics"
 
 Note = dict[str, Any]
 
@@ -102,6 +104,25 @@ def roof_note(kernels: pd.DataFrame) -> Note | None:
         return None
     return {"id": "roofline_roof", "values": {"n": len(roof), "median_pct": float(roof.median()),
                                               "reach_count": int((roof >= ROOF_PCT).sum()), "reach_pct": ROOF_PCT}}
+
+
+def sweep_note(configs: pd.DataFrame) -> Note | None:
+    """The sweep chart: GPU time of the baseline and of the configurations with the least and most."""
+    time = configs["gpu_time_ns"].astype(float)
+    if not time.notna().any():
+        return None
+    base = configs[configs["baseline"].astype(bool)].iloc[0]
+    low, high = configs.loc[time.idxmin()], configs.loc[time.idxmax()]
+    return {"id": "sweep", "values": {
+        "n": len(configs), "baseline_name": base["label"], "baseline_ns": float(base["gpu_time_ns"]),
+        "least_name": low["label"], "least_ns": float(low["gpu_time_ns"]),
+        "most_name": high["label"], "most_ns": float(high["gpu_time_ns"])}}
+
+
+def with_sweep_note(notes: dict[str, Note], configs: pd.DataFrame) -> dict[str, Note]:
+    """``notes`` plus the sweep chart's (its key as the sweep page names it), when it has data."""
+    note = sweep_note(configs)
+    return notes if note is None else {**notes, SWEEP_CHART: note}
 
 
 def chart_notes(stage_time: pd.DataFrame, stage_libraries: pd.DataFrame, stages: list[str],

@@ -22,6 +22,7 @@ from pathlib import Path
 from rich.progress import Progress
 
 from generator import output_dirs
+from generator.analyses.chart_notes import with_sweep_note
 from generator.analyses.result import VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.errors import InputError
@@ -129,7 +130,10 @@ def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, reuse: Ve
             inputs, sweep = sweep_version(version, cache, job.path, index)
             step(f"{config.id}/{version.id}: analyzing")
             analysis = analyze_version(version.id, inputs, settings, before())
-            return analysis if sweep is None else dataclasses.replace(analysis, sweep=sweep)
+            if sweep is None:
+                return analysis
+            notes = with_sweep_note(analysis.values.get("chart_notes", {}), sweep.configs)  # known only now
+            return dataclasses.replace(analysis, sweep=sweep, values={**analysis.values, "chart_notes": notes})
 
         previous = result
         trees = (out / version.id, src / version.id)
