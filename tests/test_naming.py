@@ -126,7 +126,7 @@ CURATED = [
     ("winogradForwardData4x4", "cuDNN", "conv", "cuDNN Conv Winograd (FP32)"),
     ("bn_fw_tr_1C11_singleread", "cuDNN", "norm", "cuDNN Batch Norm (FP32)"),
     ("nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>", "cuDNN", "copy",
-     "cuDNN Layout Transform (FP32)"),
+     "cuDNN Layout Transform (FP32, NCHW→NHWC)"),
     ("vectorized_elementwise_kernel<(int)8, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, "
      "at::native::binary_internal::MulFunctor", "PyTorch ATen", "elementwise", "Elementwise Multiply (BF16, vec)"),
     ("elementwise_kernel<(int)128, (int)4, void at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor"

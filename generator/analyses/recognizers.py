@@ -40,6 +40,7 @@ _NCCL_PROTOS = {"LL", "LL128", "SIMPLE"}
 _NCCL_REDOPS = {"Sum", "Prod", "Max", "Min", "PreMulSum", "SumPostDiv"}
 
 _ELEMENTWISE_OPS = (
+    ("masked_fill", r"masked_fill"),
     ("direct_copy", r"direct_copy_kernel"),
     ("bf16_copy", r"bfloat16_copy_kernel"),
     ("fp16_copy", r"(?:float16|half)_copy_kernel"),
@@ -60,11 +61,14 @@ _ELEMENTWISE_OPS = (
     ("log", r"\blog(?:2|10|1p)?_kernel"),
     ("sin", r"\bsin_kernel"),
     ("cos", r"\bcos_kernel"),
+    ("reciprocal", r"\breciprocal_kernel"),
+    ("polar", r"\bpolar_kernel"),
+    ("erfinv", r"\berfinv_kernel"),
     ("abs", r"AbsFunctor|\babs_kernel"),
     ("sign", r"\bsign_kernel"),
     ("clamp", r"clamp"),
     ("where", r"where_kernel"),
-    ("compare", r"compare_scalar|CompareFunctor|\b(?:eq|ne|lt|gt|le|ge)_kernel"),
+    ("compare", r"compare_scalar|Compare(?:(?!Compare)\w)*?Functor|\b(?:eq|ne|lt|gt|le|ge)_kernel"),
     ("logical", r"logical_(?:and|or|not|xor)"),
     ("fill", r"FillFunctor|\bfill_kernel"),
     ("arange", r"arange|linspace|range_cuda"),
@@ -97,7 +101,12 @@ _NORM_OPS = (
     ("batch_norm", r"(?i:batch_?norm)"),
 )
 _POOL_OPS = (("max_pool", r"(?i:max_?pool)"), ("avg_pool", r"(?i:av(?:(?!av)\w)*?pool)"))
-_THRUST_OPS = (("reduce", r"Reduce"), ("scan", r"[Ss]can"), ("sort", r"[Ss]ort"))
+_THRUST_OPS = (("reduce", r"Reduce"), ("scan_init", r"ScanInit"), ("scan", r"[Ss]can"), ("sort", r"[Ss]ort"))
+_ATEN_MISC_OPS = (("upsample", r"upsample_\w+?_out_frame"), ("grouped_gemm_setup", r"prepare_grouped_gemm_data"))
+#: the op a TensorIterator lambda or functor belongs to: ``masked_fill_kernel(``, ``CompareEqFunctor<``
+_FUNCTOR = re.compile(r"(?:::|^)(?:<unnamed>::)?(\w+?)(?:_kernel)?(?:_cuda|_impl)?\(|(\w+?)Functor<")
+#: PyTorch's jiterator kernels: ``<op>_kernel_vectorized4_kernel``, ``<op>_kernel_unrolled_kernel``
+_JITERATOR = re.compile(r"(\w+?)_kernel_(vectorized\d*|unrolled)_kernel")
 
 
 def _first_op(table: tuple[tuple[str, str], ...], text: str) -> str:
@@ -334,6 +343,7 @@ def _memeff(p: ParsedName, raw: str) -> Match | None:
 
 
 _CONV = re.compile(r"implicit_convolve|scudnn|xmma_(?:fprop|dgrad|wgrad)|winograd|dgrad_engine|wgrad_alg"
+                   r"|cutlass_\w*?(?:fprop|dgrad|wgrad)_"
                    r"|fft2d_|Offsets(?:(?!Offsets)\w)*?Kernel|reduce_wgrad")
 _CONV_OPS = (("helper", r"Offsets(?:(?!Offsets)\w)*?Kernel|reduce_wgrad"), ("winograd", r"(?i:winograd)"), ("fft", r"fft"),
              ("wgrad", r"(?i:wgrad)"), ("dgrad", r"dgrad"))
@@ -355,8 +365,10 @@ def _cudnn(p: ParsedName, raw: str) -> Match | None:
         return Match("cudnn_sdpa_bwd" if "bprop" in raw else "cudnn_sdpa_fwd")
     cudnn = "cudnn" in raw.lower() or _CUDNN_BARE.match(p.base)
     if cudnn and _CONV.search(raw):
-        size = re.search(r"tilesize(\d+)x(\d+)x(\d+)", raw) or re.search(r"scudnn_(?:winograd_)?(\d+)x(\d+)", raw)
-        details = _present(_dtype_cpp(raw) if "<" in raw else _dtype_flat(p.base))
+        size = (re.search(r"tilesize(\d+)x(\d+)x(\d+)", raw) or re.search(r"scudnn_(?:winograd_)?(\d+)x(\d+)", raw)
+                or re.search(r"cutlass_\w*?_(\d+)x(\d+)_(\d+)x\d+_", raw))
+        flat = re.search(r"cutlass_\w*?(?:fprop|dgrad|wgrad)\w*", raw)  # cuDNN's CUTLASS-built engines
+        details = _present(_dtype_flat(flat[0]) if flat else _dtype_cpp(raw) if "<" in raw else _dtype_flat(p.base))
         tiled = None
         if size:
             tiled = _gemm_tile(int(size[1]), int(size[2]), int(size[3]) if size.lastindex == 3 else None)
@@ -366,8 +378,8 @@ def _cudnn(p: ParsedName, raw: str) -> Match | None:
         return None
     if re.search(r"\bbn_(?:fw|bw)", raw):
         return Match("cudnn_bn", details=_present(_dtype_cpp(raw)))
-    if re.search(r"nchwToNhwc|nhwcToNchw", raw):
-        return Match("cudnn_layout", details=_present(_dtype_cpp(raw)))
+    if layout := re.search(r"(nchw|nhwc)To(Nhwc|Nchw)", raw):
+        return Match("cudnn_layout", details=[*_present(_dtype_cpp(raw)), f"{layout[1].upper()}→{layout[2].upper()}"])
     if "reduction" in p.base:
         return Match("cudnn_reduce")
     return Match("cudnn_other")
@@ -379,6 +391,10 @@ def _cublas_misc(p: ParsedName, raw: str) -> Match | None:
     if p.base == "splitKreduce_kernel":
         return Match("cublaslt_splitk" if "cublasLt" in p.scopes else "cublas_splitk",
                       details=_present(_dtype_cpp(raw)))
+    if p.base == "dot_kernel" and "cublas" in raw:
+        return Match("cublas_dot", details=_present(_dtype_cpp(raw)))
+    if p.base.startswith("reduce_1Block") and "cublas" in raw:  # the dot product's second pass
+        return Match("cublas_reduce", details=_present(_dtype_cpp(raw)))
     if "cublasLt" in raw and ("epilogue" in p.scopes or "Epilogue" in raw):
         return Match("cublaslt_epilogue", details=_present(_dtype_cpp(raw)))
     if "cublasLt" in p.scopes:
@@ -430,14 +446,40 @@ def _aten(p: ParsedName, raw: str) -> Match | None:
         return Match("aten_moe", op=op, details=dtype)
     if re.search(r"elementwise|dropout|multi_tensor_apply", base) and not base.startswith("index"):
         variant = next((v for v in ("vectorized", "unrolled") if base.startswith(v)), None)
-        return Match("aten_elementwise", op=_first_op(_ELEMENTWISE_OPS, raw), details=dtype, variant=variant)
+        op = _first_op(_ELEMENTWISE_OPS, raw)
+        return Match("aten_elementwise", op=op, details=dtype, variant=variant,
+                     short=_functor(raw) if op == "generic" else "")
     if re.search(r"(?i:index|gather|scatter|embedding|take_kernel|masked_)", base):
         return Match("aten_index", op=_first_op(_INDEX_OPS, base), details=dtype)
     if (op := _first_op(_NORM_OPS, base)) != "generic":
         return Match("aten_norm", op=op, details=dtype)
     if (op := _first_op(_POOL_OPS, base)) != "generic":
         return Match("aten_pool", op=op, details=dtype)
+    if (op := _first_op(_ATEN_MISC_OPS, base)) != "generic":
+        mode = re.search(r"upsample_(\w+?)_out_frame", base)
+        return Match("aten_misc", op=op, details=dtype + ([mode[1]] if mode else []))
     return Match("aten_other", details=dtype)
+
+
+def _functor(raw: str) -> str:
+    """The op inside a TensorIterator kernel's template arguments (its lambda's enclosing function or
+    its functor), so an unlisted op still reads as itself rather than as ``elementwise_kernel``."""
+    inner = raw[raw.find("<") + 1:] if "<" in raw else ""
+    for match in _FUNCTOR.finditer(inner):
+        name = match[1] or match[2]
+        if name and not re.fullmatch(r"operator|gpu_kernel\w*|\w*elementwise\w*|lambda|void", name):
+            return _shorten(name)
+    return ""
+
+
+def _jiterator(p: ParsedName, raw: str) -> Match | None:
+    """PyTorch jiterator kernels (runtime-compiled elementwise ops): ``erfinv_kernel_vectorized4_kernel``."""
+    m = _JITERATOR.fullmatch(p.base)
+    if not m:
+        return None
+    op = _first_op(_ELEMENTWISE_OPS, m[1] + "_kernel")
+    variant = "vectorized" if m[2].startswith("vectorized") else "unrolled"
+    return Match("aten_elementwise", op=op, variant=variant, short=m[1] if op == "generic" else "")
 
 
 def _cat_details(p: ParsedName) -> list[str]:
@@ -455,7 +497,7 @@ def _cat_details(p: ParsedName) -> list[str]:
 
 
 def _thrust(p: ParsedName, raw: str) -> Match | None:
-    if p.scopes[:1] not in (("thrust",), ("cub",)):
+    if p.scopes[:1] not in (("thrust",), ("cub",)) and "cub" not in p.scopes[1:2]:  # at_cuda_detail::cub::…
         return None
     short = p.base
     if p.base == "_kernel_agent" and p.template_args:
@@ -467,7 +509,7 @@ def _thrust(p: ParsedName, raw: str) -> Match | None:
 #: is one function above and one entry here, its words one family in generator/templates/kernel_families.yaml.
 RECOGNIZERS: tuple[Callable[[ParsedName, str], Match | None], ...] = (
     _nccl, _triton, _flash, _memeff, _cudnn, _cublas_misc, _nvjet, _cutlass, _cublas_gemm, _aten,
-    _thrust,
+    _jiterator, _thrust,
 )
 
 
