@@ -183,6 +183,11 @@ class VersionInputs:
     #: ``device`` and the median gap) where an nsys SQLite export gave the stage; empty when none did
     stage_spans: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    #: kernel → module attribution of the nsys SQLite exports (readers.nsys_sqlite.module_kernels):
+    #: the recognised form (None: no module ranges), launches per (stage, module, kernel), path → class
+    module_form: str | None = None
+    module_kernels: pd.DataFrame | None = None
+    module_classes: dict[str, str] = field(default_factory=dict)
 
 @dataclass(frozen=True)
 class VersionMeta:

@@ -147,11 +147,13 @@ WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
 GROUP BY w.stage
 """
 
-#: temp.stage_calls: runtime API calls that start inside a merged range of the stage on their
-#: thread. Merged ranges are disjoint, so only the latest one starting before the call can hold it.
+#: temp.stage_calls: runtime API calls (correlation id, process; thread and start time) that start
+#: inside a merged range of the stage on their thread. Merged ranges are disjoint, so only the
+#: latest one starting before the call can hold it.
 CREATE_STAGE_CALLS = """
 CREATE TEMP TABLE stage_calls AS
-SELECT w.stage AS stage, w.idx AS idx, r.correlationId AS corr, r.globalTid >> 24 AS pid, g.inst AS inst
+SELECT w.stage AS stage, w.idx AS idx, r.correlationId AS corr, r.globalTid >> 24 AS pid, g.inst AS inst,
+       r.globalTid AS tid, r.start AS t
 FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
 CROSS JOIN temp.wanted AS w
 JOIN temp.stage_ranges AS g ON g.rowid = (
@@ -345,3 +347,114 @@ SELECT c.node, c.original, (SELECT m.name FROM temp.module_ranges AS m
                             ORDER BY m.start DESC LIMIT 1) AS module
 FROM created AS c ORDER BY c.node
 """
+
+
+# --- kernel → module attribution (generator.analyses.modules) --------------------------------------
+#: The recognised forms of module ranges (README "Module attribution"); a file's first present form
+#: (this order) is used, forms are not mixed. form → (condition on a push/pop range, path, class) as
+#: SQL over ``n`` (the range's text), ``dname`` (its domain's name) and ``domain`` (its domain id).
+MODULE_FORMS: dict[str, tuple[str, str, str]] = {
+    # capture --module-depth: domain kr.modules, "qualified.name [Class]"
+    "kr.modules": ("dname = 'kr.modules'",
+                   "CASE WHEN instr(n, ' [') > 0 THEN substr(n, 1, instr(n, ' [') - 1) ELSE n END",
+                   "CASE WHEN instr(n, ' [') > 0 AND n LIKE '%]' "
+                   "THEN substr(n, instr(n, ' [') + 2, length(n) - instr(n, ' [') - 2) ELSE '' END"),
+    # SGLang --enable-layerwise-nvtx-marker (PytHooks): the dict repr "{'Module': 'top.model…', …}"
+    "sglang-layerwise": ("domain = 0 AND n LIKE '{''Module'': ''%'",
+                         "substr(n, 13, instr(substr(n, 13), '''') - 1)", "''"),
+    # nsys --pytorch=autograd-nvtx (torch.autograd.profiler.emit_nvtx): "aten::addmm, seq = 3, …"
+    "autograd-nvtx": ("domain = 0 AND n GLOB '[A-Za-z_]*::[A-Za-z_]*' "
+                      "AND instr(substr(n, 1, instr(n, '::')), ' ') = 0",
+                      "CASE WHEN instr(n, ',') > 0 THEN substr(n, 1, instr(n, ',') - 1) ELSE n END", "''"),
+}
+
+
+def create_attribution_ranges() -> str:
+    """temp.attr_ranges (id, form, tid, start, end, path, cls): every ended push/pop range of a
+    recognised form; ``id`` follows (thread, start, longer first), so of a thread's ranges a later
+    one has a larger id and of two starting together the outer one comes first."""
+    forms = " ".join(f"WHEN {cond} THEN '{form}'" for form, (cond, _, _) in MODULE_FORMS.items())
+    paths = " ".join(f"WHEN '{form}' THEN {path}" for form, (_, path, _) in MODULE_FORMS.items())
+    classes = " ".join(f"WHEN '{form}' THEN {cls}" for form, (_, _, cls) in MODULE_FORMS.items())
+    return f"""
+CREATE TEMP TABLE attr_ranges AS
+WITH {_DOMAINS}, r AS (
+    SELECT ne.globalTid AS tid, ne.start AS start, ne.end AS end, {_NAME} AS n, dom.name AS dname,
+           coalesce(ne.domainId, 0) AS domain
+    FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+    WHERE ne.eventType IN (59, 70) AND ne.end IS NOT NULL AND ne.end >= ne.start
+), f AS (
+    SELECT *, CASE {forms} END AS form FROM r
+)
+SELECT row_number() OVER (ORDER BY tid, start, end DESC) AS id, form, tid, start, end,
+       CASE form {paths} END AS path, CASE form {classes} END AS cls
+FROM f WHERE form IS NOT NULL
+"""
+
+
+FORMS_PRESENT = "SELECT DISTINCT form FROM temp.attr_ranges"
+#: Keep only the form chosen for the file (its first present in MODULE_FORMS order).
+KEEP_FORM = "DELETE FROM temp.attr_ranges WHERE form <> ?"
+
+
+def create_attribution_launches(graph_nodes: bool) -> str:
+    """temp.attr_launches (stage, idx, name, d, tid, t): each kernel of temp.stage_calls with the
+    point its module is read at: its launch call (thread, start), or for a CUDA graph node's kernel
+    the creation of the node it was instantiated from (the launch captured into the graph)."""
+    created = """
+    SELECT o.node AS node, min(c.start) AS t, min(c.globalTid) AS tid
+    FROM (SELECT n.node AS node, coalesce(max(e.originalGraphNodeId), n.node) AS original
+          FROM (SELECT DISTINCT graphNodeId AS node FROM CUPTI_ACTIVITY_KIND_KERNEL
+                WHERE graphNodeId IS NOT NULL) AS n
+          LEFT JOIN CUDA_GRAPH_NODE_EVENTS AS e ON e.graphNodeId = n.node GROUP BY n.node) AS o
+    JOIN CUDA_GRAPH_NODE_EVENTS AS c ON c.graphNodeId = o.original GROUP BY o.node""" if graph_nodes \
+        else "SELECT NULL AS node, NULL AS t, NULL AS tid WHERE 0"
+    node = "k.graphNodeId" if graph_nodes else "NULL"
+    return f"""
+CREATE TEMP TABLE attr_launches AS
+WITH created AS ({created}
+)
+SELECT c.stage AS stage, c.idx AS idx, k.demangledName AS name, k.end - k.start AS d,
+       coalesce(g.tid, c.tid) AS tid, coalesce(g.t, c.t) AS t
+FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
+LEFT JOIN created AS g ON g.node = {node}
+"""
+
+
+#: temp.attr_points (tid, t, rid): the innermost recognised range open at each distinct point of
+#: temp.attr_launches (rid NULL: none open). One sweep per thread over range starts, points and
+#: range ends in time order (at one instant: starts, points, ends): the running count of open
+#: ranges is the depth D at a point, and as push/pop ranges nest, the innermost open range is the
+#: latest one that started at depth D before it.
+CREATE_ATTRIBUTION_POINTS = """
+CREATE TEMP TABLE attr_points AS
+WITH ev AS (
+    SELECT tid, start AS t, 0 AS kind, id FROM temp.attr_ranges
+    UNION ALL SELECT tid, end AS t, 2 AS kind, id FROM temp.attr_ranges
+    UNION ALL SELECT DISTINCT tid, t, 1 AS kind, NULL AS id FROM temp.attr_launches
+), d AS (
+    SELECT *, sum(CASE kind WHEN 0 THEN 1 WHEN 2 THEN -1 ELSE 0 END)
+                  OVER (PARTITION BY tid ORDER BY t, kind, id ROWS UNBOUNDED PRECEDING) AS depth
+    FROM ev
+), s AS (
+    SELECT tid, t, kind, depth,
+           max(CASE WHEN kind = 0 THEN id END)
+               OVER (PARTITION BY tid, depth ORDER BY t, kind, id ROWS UNBOUNDED PRECEDING) AS rid
+    FROM d
+)
+SELECT tid, t, CASE WHEN depth > 0 THEN rid END AS rid FROM s WHERE kind = 1
+"""
+INDEX_ATTRIBUTION_POINTS = "CREATE UNIQUE INDEX temp.attr_points_at ON attr_points (tid, t)"
+
+#: Per (stage, module path, class, kernel name id): launches and GPU time; path NULL = outside any module.
+ATTRIBUTED_KERNELS = """
+SELECT l.stage, r.path, r.cls, l.name, count(*), sum(l.d)
+FROM temp.attr_launches AS l
+JOIN temp.attr_points AS p ON p.tid = l.tid AND p.t = l.t
+LEFT JOIN temp.attr_ranges AS r ON r.id = p.rid
+GROUP BY l.idx, l.stage, r.path, r.cls, l.name
+ORDER BY l.idx, r.path, r.cls, l.name
+"""
+#: Each recognised module path's class (the alphabetically first where ranges of a path disagree).
+MODULE_CLASSES = "SELECT path, min(cls) FROM temp.attr_ranges GROUP BY path ORDER BY path"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analyses.modules import ModulesResult, empty_modules
 from generator.model import GpuInfo, Provenance
 
 
@@ -110,6 +111,10 @@ class VersionResult:
     sweep: SweepResult | None = None  # when the version declares a sweep
     #: stage → which NVTX range instances (or which stats file) its summary counts (VersionInputs.stage_sources)
     stage_sources: dict[str, dict] = field(default_factory=dict)
+    #: kernel → module attribution: module tree per stage (analyses.modules; form None: no module ranges)
+    module_tree: ModulesResult = field(default_factory=empty_modules)
+    #: per folded module, GPU time vs the previous version (analyses.modules.COMPARISON_COLUMNS; None: first)
+    module_changes: pd.DataFrame | None = None
     #: GPU time per stage: share, top-N share, CUDA graph time and replays (stage_time.STAGE_TIME_COLUMNS)
     stage_time: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: GPU time per stage and library (stage_time.STAGE_LIBRARY_COLUMNS)

@@ -42,7 +42,9 @@ from generator.readers.inflate import decompress_xz
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS
 from generator.readers.nsys_sqlite import graph_summary as nsys_graph_summary
+from generator.readers.nsys_sqlite import ModuleAttribution
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
+from generator.readers.nsys_sqlite import module_kernels as nsys_module_kernels
 from generator.readers.nsys_sqlite import stage_instances as nsys_stage_instances
 from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
@@ -99,6 +101,10 @@ class InputCache:
         """GPU timeline figures of an nsys SQLite export per stage (nsys_sqlite.stage_timeline)."""
         return self.store.get(path, "stage_timeline", list(stages), lambda: self._on_plain(
             path, lambda plain: nsys_stage_timeline(plain, list(stages))))
+
+    def module_kernels(self, path: Path, stages: tuple[str, ...]) -> ModuleAttribution:
+        """Kernel → module attribution of an nsys SQLite export per stage (nsys_sqlite.module_kernels)."""
+        return self._on_plain(path, lambda plain: nsys_module_kernels(plain, list(stages)))
 
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
@@ -189,6 +195,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     manifests = []
     timelines: list[pd.DataFrame] = []
     sources: dict[str, dict] = {}  # stage → where its summary came from (which range instances / which file)
+    modules: list[ModuleAttribution] = []  # kernel → module attribution of each staged nsys SQLite export
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
     for run in version.runs:
@@ -202,6 +209,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries += [measured_union(staged), staged]
             sources.update(cache.stage_instances(sqlite, stages))
             sources[ALL_STAGES] = {"union": list(stages)}
+            modules.append(cache.module_kernels(sqlite, stages))
             timelines.append(cache.stage_timeline(sqlite, stages))
         else:  # a workload without stages: the whole capture is the measured work
             summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
@@ -223,6 +231,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
                 spans.append(cache.stage_timeline(path, (entry.stage or ALL_STAGES,)))
             if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(cache.stage_instances(path, (entry.stage,)))
+                modules.append(cache.module_kernels(path, (entry.stage,)))
             elif entry.stage is not None:
                 sources[entry.stage] = {"file": path.name}
     for entry in version.inputs.ncu:
@@ -244,6 +253,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
         stage_sources=sources,
+        module_form=next((m.form for m in modules if m.form is not None), None),
+        module_kernels=pd.concat([m.kernels for m in modules], ignore_index=True) if modules else None,
+        module_classes={k: v for m in modules for k, v in m.classes.items()},
         graphs=_per_stage(graphs, GRAPH_COLUMNS),
         timeline=pd.concat(timelines, ignore_index=True) if len(timelines) == 1 else None,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import adbc_driver_manager
 import duckdb
@@ -479,3 +480,50 @@ def graph_node_modules(path: str | Path, module_domain: str) -> pd.DataFrame:
         with _module_ranges(cap, module_domain):
             rows = cap.conn.execute(q.GRAPH_NODE_MODULES).fetchall()
     return pd.DataFrame(rows, columns=["node", "original", "module"])
+
+
+#: Per (stage, module, kernel) of :func:`module_kernels`; ``path`` None = outside any module.
+MODULE_KERNEL_COLUMNS: list[str] = ["stage", "path", "cls", "name", "launches", "gpu_ns"]
+
+
+class ModuleAttribution(NamedTuple):
+    """:func:`module_kernels`: the recognised form (a key of nsys_queries.MODULE_FORMS; None: the file
+    has no module ranges and every launch is outside any module), the launches per (stage, module,
+    kernel) (MODULE_KERNEL_COLUMNS) and each module path's class."""
+
+    form: str | None
+    kernels: pd.DataFrame
+    classes: dict[str, str]
+
+
+def module_kernels(path: str | Path, stages: Sequence[str]) -> ModuleAttribution:
+    """Each kernel launch of each stage attributed to the innermost recognised module range open at
+    its launch call on the calling thread (a CUDA graph node's kernel: at the node's capture-time
+    creation), aggregated in SQLite per (stage, module path, class, kernel). InputError as
+    :func:`kernel_summary`.
+    """
+    with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))):
+        tables = ("attr_points", "attr_launches", "attr_ranges")
+        try:
+            if "NVTX_EVENTS" in cap.tables:
+                cap.conn.execute(q.create_attribution_ranges())
+            else:
+                cap.conn.execute("CREATE TEMP TABLE attr_ranges (id, form, tid, start, end, path, cls)")
+            present = {r[0] for r in cap.conn.execute(q.FORMS_PRESENT)}
+            form = next((f for f in q.MODULE_FORMS if f in present), None)
+            cap.conn.execute(q.KEEP_FORM, (form,))
+            nodes = GRAPH_NODE_TABLE in cap.tables and "graphNodeId" in cap.columns(KERNEL_TABLE)
+            cap.conn.execute(q.create_attribution_launches(nodes))
+            cap.conn.execute(q.CREATE_ATTRIBUTION_POINTS)
+            cap.conn.execute(q.INDEX_ATTRIBUTION_POINTS)
+            rows = cap.conn.execute(q.ATTRIBUTED_KERNELS).fetchall()
+            classes = dict(cap.conn.execute(q.MODULE_CLASSES).fetchall())
+        finally:
+            for table in tables:
+                cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        names = cap.strings([r[3] for r in rows])
+    frame = pd.DataFrame([(s, p, c if p is not None else None, names.get(int(n)), k, ns)
+                          for s, p, c, n, k, ns in rows], columns=MODULE_KERNEL_COLUMNS)
+    frame["launches"] = frame["launches"].astype("int64")
+    frame["gpu_ns"] = frame["gpu_ns"].astype("int64")
+    return ModuleAttribution(form, frame, classes)
