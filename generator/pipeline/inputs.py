@@ -40,9 +40,8 @@ from generator.readers import read
 from generator.readers.base import naming, read_from
 from generator.readers.inflate import decompress_xz
 from generator.readers.ncu_rep import kernel_metrics_frame
-from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS
+from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS, ModuleAttribution
 from generator.readers.nsys_sqlite import graph_summary as nsys_graph_summary
-from generator.readers.nsys_sqlite import ModuleAttribution
 from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
 from generator.readers.nsys_sqlite import module_kernels as nsys_module_kernels
 from generator.readers.nsys_sqlite import stage_instances as nsys_stage_instances
