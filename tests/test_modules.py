@@ -199,3 +199,47 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         module_kernels(bad, ["decode"])
     assert "\n" not in str(err.value) and "not an SQLite file" in str(err.value)
+
+
+HOSTILE = pd.DataFrame([
+    ("decode", "m<x>.blocks.0.a|b", "Lin<ear|T>", "k<1>", 3, 300),
+    ("decode", "m<x>.blocks.1.a|b", "Lin<ear|T>", "k<1>", 3, 100),
+    ("decode", "m<x>.blocks.2.a|b", "Lin<ear|T>", "k<1>", 3, 110),
+    ("decode", None, None, "k*2_", 1, 90),
+], columns=["stage", "path", "cls", "name", "launches", "gpu_ns"])
+HOSTILE_CLASSES = {"m<x>": "Top", "m<x>.blocks.0": "B<0>", "m<x>.blocks.1": "B<0>", "m<x>.blocks.2": "B<0>",
+                   "m<x>.blocks.0.a|b": "Lin<ear|T>", "m<x>.blocks.1.a|b": "Lin<ear|T>",
+                   "m<x>.blocks.2.a|b": "Lin<ear|T>"}
+
+
+def test_hostile_names_render_literally() -> None:
+    from generator.render.markdown import Numbers
+    from generator.render.module_tree import icicle_chart, icicle_rows, tree_html
+    from generator.render.translations import translator
+
+    result = module_tree("kr.modules", HOSTILE, HOSTILE_CLASSES, ["decode"])
+    tree = result.tree.set_index("key")
+    assert tree.at["m<x>.blocks.*", "instances"] == 3
+    assert tree.at["m<x>.blocks.*", "outliers"] == [("0", 300 / 110)]
+    assert result.modules.groupby("depth")["gpu_ns"].sum()[0] == 600  # 510 in modules + 90 outside
+    t = translator("en")
+    page = tree_html(result, "decode", t, Numbers("unknown"), {}, {})
+    assert "<code>m&lt;x&gt;.blocks.*.a|b</code>" in page and "<em>Lin&lt;ear|T&gt;</em>" in page
+    assert "<x>" not in page and "<ear" not in page
+    assert 'title="k*2_">k*2_</span>' in page and "(outside any module)" in page
+    assert "2.73× median" in page  # 300 / 110
+    spec = icicle_chart("m", icicle_rows(result, "decode"), t).spec
+    keys = {r["key"] for r in spec["data"]["values"]}
+    assert {"m<x>", "m<x>.blocks.*.a|b", "(outside any module)"} <= keys
+
+
+def test_modules_page_without_module_ranges_says_so_in_one_line() -> None:
+    from generator.render.pages import render_page
+    from tests.helpers_pages import example_result
+
+    result, meta = example_result()
+    assert not result.module_tree.attributed
+    for lang in ("en", "zh"):
+        text = render_page("modules", result, meta, lang, {})
+        body = [line for line in text.splitlines() if line.strip() and not line.startswith(("#", "---", "title:"))]
+        assert len(body) == 1 and "--module-depth" in body[0], body

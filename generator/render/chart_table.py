@@ -17,6 +17,7 @@ import altair as alt
 from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES
 from generator.render import charts as ch
+from generator.render.module_tree import icicle_chart, icicle_rows
 from generator.render.sweep_charts import sweep_charts
 
 
@@ -49,6 +50,10 @@ def build_charts(result: VersionResult, t: Callable[..., str]) -> dict[str, ch.C
         key = f"top-{index}"
         charts[key] = (ch.top_kernels_chart(f"top-{index}-{ch.slug(stage)}", top, t)
                        if top is not None and len(top) else None)
+    modules = result.module_tree
+    for index, stage in enumerate(s for s in result.stages if s in modules.stage_ns):
+        rects = icicle_rows(modules, stage)
+        charts[f"modules-{index}"] = icicle_chart(f"modules-{index}-{ch.slug(stage)}", rects, t) if len(rects) else None
     staged = [s for s in result.stages if s != ALL_STAGES]
     libraries = result.stage_libraries
     charts["stage-time"] = (ch.stage_time_chart("stage-time", libraries, {s: s for s in staged}, t)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
+from generator.analyses.modules import OUTSIDE
 from generator.analyses.result import VersionResult
 from generator.analyses.setup import SOFTWARE, setup_facts
 from generator.metric_table import DISPLAY
@@ -34,16 +35,18 @@ from generator.render.data_files import (
 from generator.render.findings import render_finding, render_method
 from generator.render.html_config import front_matter_title
 from generator.render.markdown import Numbers, code_cell, escape_text, inline_markdown, is_missing, name_cell
+from generator.render.module_tree import kernel_anchor, tree_html
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
 from generator.workload_params import params_read
 
 #: Page file stems in navigation order; "comparison" only exists when there is a previous version.
-PAGES: tuple[str, ...] = ("index", "top-kernels", "classification", "durations", "histograms",
+PAGES: tuple[str, ...] = ("index", "top-kernels", "modules", "classification", "durations", "histograms",
                           "roofline", "findings", "comparison", "appendix", "downloads")
 #: Follows "index" when the version declares a sweep (``result.sweep``).
 SWEEP_PAGE = "sweep"
 SHA_PREFIX = 12
+MODULE_CHANGES_MAX = 15  # rows of the per-module comparison
 MANIFEST_ROWS_MAX = 60
 #: capture manifest keys the overview shows (workload, parameters, software and tools); the
 #: top-N lists, coverage and phases are shown elsewhere or are logs
@@ -179,6 +182,8 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
     version = report.version(result.version_id)
     manifest = result.manifest
     friendly = {k["raw_name"]: k["friendly_name"] for k in result.kernel_names}
+    metrics = result.ncu_metrics
+    profiled = {(r["stage"], r["name"]): r for r in metrics.to_dict("records")} if len(metrics) else {}
 
     def chart(key: str, alt_key: str, **fields: Any) -> str:
         item = charts.get(key)
@@ -219,6 +224,10 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "method_text": render_method(result.classification["rule"], result.classification.get("params", {}),
                                      lang),
         "is_missing": is_missing,
+        "module_tree": lambda stage: tree_html(result.module_tree, stage, t, numbers, friendly, profiled),
+        "module_changes_max": MODULE_CHANGES_MAX,
+        "outside": OUTSIDE,
+        "anchor": kernel_anchor,
         "has_chart": lambda key: charts.get(key) is not None,
         "metric_units": {key: DISPLAY[key].unit for key in HISTOGRAMS},
         "note": lambda key, unit="": note_text(result.values.get("chart_notes", {}).get(key), t, numbers,
