@@ -1,4 +1,4 @@
-"""Every kernel of the committed captures (examples/runs, every nsys SQLite export) has a friendly name that says
+"""Every kernel of the committed captures (examples/runs, every nsys SQLite export, demangled and mangled) has a friendly name that says
 what it does: none falls back to a generic label built from its own base name (``cuDNN kernel: Kernel``,
 ``Elementwise: elementwise_kernel``), and names are unique within a run."""
 from __future__ import annotations
@@ -21,13 +21,14 @@ ALLOWED_GENERIC: dict[str, str] = {}
 
 
 @cache
-def _names(export: Path) -> tuple[str, ...]:
-    """Distinct demangled kernel names of one export, by plain SQL (the generator's reader is not used)."""
+def _names(export: Path, column: str = "demangledName") -> tuple[str, ...]:
+    """Distinct kernel names of one export in one form (``demangledName``, or ``mangledName`` as ncu's
+    ``--print-kernel-base mangled`` prints them), by plain SQL (the generator's reader is not used)."""
     data = lzma.decompress(export.read_bytes()) if export.suffix == ".xz" else export.read_bytes()
     con = sqlite3.connect(":memory:")
     con.deserialize(data)
-    rows = con.execute("SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
-                       "JOIN StringIds AS s ON s.id = k.demangledName ORDER BY s.value").fetchall()
+    rows = con.execute(f"SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+                       f"JOIN StringIds AS s ON s.id = k.{column} ORDER BY s.value").fetchall()
     con.close()
     return tuple(r[0] for r in rows)
 
@@ -44,8 +45,10 @@ def _generic(match: Match) -> bool:
 
 def test_every_committed_kernel_has_a_specific_friendly_name() -> None:
     assert len(EXPORTS) == 10
-    names = sorted({n for export in EXPORTS for n in _names(export)})
-    assert len(names) == 151  # distinct demangled names over the 10 exports (587 per-export rows)
+    demangled = {n for export in EXPORTS for n in _names(export)}
+    mangled = {n for export in EXPORTS for n in _names(export, "mangledName")}
+    assert (len(demangled), len(mangled)) == (151, 151)  # distinct names over the 10 exports
+    names = sorted(demangled | mangled)
     assert _generic(recognize("void my_kernel<int>(int)"))  # the check can fail: an unknown name is generic
     generic = {n: recognize(n).family for n in names if _generic(recognize(n)) and n not in ALLOWED_GENERIC}
     assert not generic, "\n".join(f"{family}: {n[:160]}" for n, family in generic.items())
@@ -53,9 +56,10 @@ def test_every_committed_kernel_has_a_specific_friendly_name() -> None:
 
 @pytest.mark.parametrize("export", EXPORTS, ids=lambda p: str(p.relative_to(ROOT / "examples" / "runs").parent))
 def test_friendly_names_are_unique_within_a_run(export: Path) -> None:
-    named = name_kernels(_names(export))
-    friendly = [k.friendly_name for k in named.values()]
-    assert len(friendly) == len(set(friendly)) == len(_names(export))
+    for column in ("demangledName", "mangledName"):
+        named = name_kernels(_names(export, column))
+        friendly = [k.friendly_name for k in named.values()]
+        assert len(friendly) == len(set(friendly)) == len(_names(export, column))
 
 
 def test_the_issue_examples_read_as_what_they_do() -> None:
@@ -75,3 +79,6 @@ def test_the_issue_examples_read_as_what_they_do() -> None:
         hits = sorted(n for n in names if pattern in n)
         assert len(hits) == 1, pattern
         assert name_kernels(hits)[hits[0]].friendly_name == friendly
+    # the mangled form of a kernel reads the same
+    masked = next(n for export in EXPORTS for n in _names(export, "mangledName") if "masked_fill_kernel" in n)
+    assert name_kernels([masked])[masked].friendly_name == "Masked Fill (BF16)"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import cpp_demangle
+
 #: ``ns::<unnamed>::`` (full) and ncu's cut ``unnamed>::`` — also right after a template's ``<``, as in
 #: ``CatArrayBatchedCopy<unnamed>::OpaqueType<2>, …>`` where the ``<`` opens the arguments.
 _ANON = re.compile(r"\(anonymous namespace\)|(?<!\w)<unnamed>|(?<!\w)unnamed>(?=::)")
@@ -119,3 +121,14 @@ def _drop_scope_parameters(text: str) -> str:
         text = text[: max(start, 0)] + "()" + text[end + 1 :]
         end = text.find(")::", max(start, 0) + 2)
     return text
+
+
+def demangle(name: str) -> str:
+    """A mangled (``_Z…``) name demangled by the C++ runtime; other names unchanged."""
+    text = name.strip()
+    if not text.startswith("_Z"):
+        return text
+    try:
+        return cpp_demangle.demangle(text)
+    except ValueError:  # not a valid Itanium name: keep it as the tool printed it
+        return text

@@ -13,9 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
-import cpp_demangle
-
-from generator.analyses.cpp_names import canonical, parse_name
+from generator.analyses.cpp_names import canonical, demangle, parse_name
 from generator.analyses.family_words import families
 from generator.analyses.recognizers import recognize
 
@@ -46,17 +44,6 @@ class KernelIdentity:
             return True
         return any(cut.truncated and full.args.startswith(cut.args[:-_CUT_SLACK])
                    for cut, full in ((self, other), (other, self)))
-
-
-def demangle(name: str) -> str:
-    """A mangled (``_Z…``) name demangled by the C++ runtime; other names unchanged."""
-    text = name.strip()
-    if not text.startswith("_Z"):
-        return text
-    try:
-        return cpp_demangle.demangle(text)
-    except ValueError:  # not a valid Itanium name: keep it as the tool printed it
-        return text
 
 
 @cache

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.analyses.cpp_names import ParsedName, canonical, parse_name
+from generator.analyses.cpp_names import ParsedName, canonical, demangle, parse_name
 from generator.analyses.family_words import fragment
 
 _ID = r"(?<![A-Za-z0-9])"  # identifier edge where '_' separates tokens
@@ -524,8 +524,9 @@ MAX_RECOGNIZED = 16_384
 
 
 def recognize(raw: str) -> Match:
-    """The first recognizer that recognizes ``raw``, else the 'unknown' family."""
-    raw = raw[:MAX_RECOGNIZED]
+    """The first recognizer that recognizes ``raw`` (a mangled ``_Z…`` name is demangled first), else the
+    'unknown' family."""
+    raw = demangle(raw[:MAX_RECOGNIZED])[:MAX_RECOGNIZED]
     parsed = parse_name(raw)
     for rule in RECOGNIZERS:
         found = rule(parsed, raw)
