@@ -14,6 +14,7 @@ import altair as alt
 import pandas as pd
 
 from generator.analyses.modules import OUTSIDE, ModulesResult
+from generator.model import ALL_STAGES
 from generator.render import charts as ch
 from generator.render.markdown import Numbers, is_missing
 
@@ -42,10 +43,11 @@ def _module_label(row: dict[str, Any], t: Callable[..., str]) -> str:
 
 
 def tree_html(modules: ModulesResult, stage: str, t: Callable[..., str], n: Numbers,
-              friendly: dict[str, str], profiled: dict[tuple[str, str], dict[str, Any]]) -> str:
+              friendly: dict[str, str], profiled: dict[Any, dict[str, Any]]) -> str:
     """Nested ``details`` per module of ``stage`` (depth 0 open): numbers in the summary, then the
     module's top kernels (linked to the appendix and, when profiled, the roofline page) and its
-    submodules. ``profiled``: (stage, raw name) → the kernel's ncu_metrics row."""
+    submodules. ``profiled``: (stage, raw name) → the kernel's ncu_metrics row (for ALL_STAGES: the
+    first stage it was profiled in)."""
     tree = modules.tree[modules.tree["stage"] == stage]
     kernels = modules.kernels[modules.kernels["stage"] == stage]
     by_key = dict(iter(kernels.groupby("key", sort=False)))
@@ -81,7 +83,7 @@ def tree_html(modules: ModulesResult, stage: str, t: Callable[..., str], n: Numb
             name = friendly.get(k["name"], k["name"])
             cell = (f'<a href="appendix.html#{kernel_anchor(k["name"])}" title="{_e(k["name"])}">{_e(name)}</a>'
                     if k["name"] in friendly else f'<span title="{_e(k["name"])}">{_e(name)}</span>')
-            p = profiled.get((stage, k["name"]))
+            p = profiled.get((stage, k["name"])) or (profiled.get(k["name"]) if stage == ALL_STAGES else None)
             if p is None:
                 measured = f'<td colspan="3">{_e(t("top.not_profiled"))}</td>'
             else:
@@ -90,7 +92,7 @@ def tree_html(modules: ModulesResult, stage: str, t: Callable[..., str], n: Numb
                 measured = (f'<td><a href="roofline.html">{_e(label)}</a></td><td>{_e(n.pct(p.get("roof_pct"), 1))}</td>'
                             f'<td>{_e(n.pct(p.get("sm_throughput_pct"), 0))} / '
                             f'{_e(n.pct(p.get("memory_throughput_pct"), 0))}</td>')
-            body.append(f"<tr><td>{cell}</td><td>{_e(n.ms(k['gpu_ns']))}</td><td>{_e(n.int(k['launches']))}</td>"
+            body.append(f"<tr><td>{cell}</td><td>{_e(n.num(k['gpu_ns'] / 1e6, 3))}</td><td>{_e(n.int(k['launches']))}</td>"
                         f"<td>{_e(n.pct(k['module_pct'], 1))}</td>{measured}</tr>")
         return f'<table class="kr-module-kernels"><tr>{head}</tr>{"".join(body)}</table>'
 

@@ -183,7 +183,10 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
     manifest = result.manifest
     friendly = {k["raw_name"]: k["friendly_name"] for k in result.kernel_names}
     metrics = result.ncu_metrics
-    profiled = {(r["stage"], r["name"]): r for r in metrics.to_dict("records")} if len(metrics) else {}
+    profiled: dict[Any, dict[str, Any]] = {}
+    for r in metrics.to_dict("records") if len(metrics) else []:  # (stage, name), and name: its first stage
+        profiled[(r["stage"], r["name"])] = r
+        profiled.setdefault(r["name"], r)
 
     def chart(key: str, alt_key: str, **fields: Any) -> str:
         item = charts.get(key)
