@@ -243,3 +243,29 @@ def test_modules_page_without_module_ranges_says_so_in_one_line() -> None:
         text = render_page("modules", result, meta, lang, {})
         body = [line for line in text.splitlines() if line.strip() and not line.startswith(("#", "---", "title:"))]
         assert len(body) == 1 and "--module-depth" in body[0], body
+
+
+#: The kr.modules ranges of a real capture rewritten into nsys --pytorch=autograd-nvtx names in the
+#: default domain: "aten::<class>, seq = <n>, op_id = <n>, sizes = [...]" (the op name is the class).
+AUTOGRAD_SQL = [
+    "UPDATE NVTX_EVENTS SET text = coalesce(text, (SELECT value FROM StringIds WHERE id = textId)), textId = NULL "
+    "WHERE domainId = 1 AND eventType = 59",
+    "UPDATE NVTX_EVENTS SET text = 'aten::' || substr(text, instr(text, ' [') + 2, length(text) - instr(text, ' [') - 2)"
+    " || ', seq = ' || rowid || ', op_id = ' || (rowid % 97) || ', sizes = [[1, 8], []]', domainId = 0 "
+    "WHERE domainId = 1 AND eventType = 59",
+    "DELETE FROM NVTX_EVENTS WHERE eventType IN (75, 76) AND domainId = 1",
+]
+
+
+def test_autograd_nvtx_ops_each_launch_to_its_innermost_op(dbs: dict[str, Path], tmp_path: Path) -> None:
+    db = _rewrite(dbs["llm-decode-eager"], tmp_path / "autograd.sqlite", AUTOGRAD_SQL)
+    ours = module_kernels(dbs["llm-decode-eager"], ["decode"]).kernels
+    found = module_kernels(db, ["decode"])
+    assert found.form == "autograd-nvtx"
+    ops = found.kernels.groupby("path", dropna=False)["gpu_ns"].sum()
+    by_class = ours.assign(op="aten::" + ours["cls"]).groupby("op", dropna=False)["gpu_ns"].sum()
+    assert ops.get("aten::Linear") == by_class["aten::Linear"]
+    assert ops.sum() == 60100117
+    tree = module_tree(found.form, found.kernels, found.classes, ["decode"])
+    assert set(tree.modules["depth"]) == {0}  # ops are a flat list
+    assert tree.modules.set_index("path").at["aten::Linear", "gpu_ns"] == by_class["aten::Linear"]
