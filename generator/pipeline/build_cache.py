@@ -42,7 +42,7 @@ READING_CODE = ("readers", "model.py", "metric_table.py", "nsys_queries.py", "ru
                 "errors.py", "pipeline/inputs.py", "pipeline/build_cache.py")
 LIBRARIES = ("pandas", "numpy", "duckdb", "adbc-driver-sqlite", "adbc-driver-manager", "ncu-report",
              "cpp-demangle")
-_TABLES = ("kernel_summary", "kernel_metrics", "nvtx_summary", "memcpy_summary", "api_summary")
+_TABLES = tuple(f.name for f in dataclasses.fields(Dataset) if f.name not in ("provenance", "gpus"))
 
 Value = Dataset | pd.DataFrame | dict
 
@@ -128,7 +128,7 @@ class BuildCache:
         value = compute()
         try:
             self._store(entry, key, value)
-        except OSError as exc:
+        except Exception as exc:  # a full disk, or a value this format cannot hold: only not cached
             self.warn(f"build cache: cannot write {entry} ({_short(exc)}); continuing without it")
         return value
 

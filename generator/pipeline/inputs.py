@@ -94,7 +94,8 @@ class InputCache:
 
     def graph_summary(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
         """What ran inside CUDA graphs per stage of an nsys SQLite export (nsys_sqlite.graph_summary)."""
-        return self._on_plain(path, lambda plain: nsys_graph_summary(plain, list(stages)))
+        return self.store.get(path, "graph_summary", list(stages), lambda: self._on_plain(
+            path, lambda plain: nsys_graph_summary(plain, list(stages))))
 
     def stage_timeline(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
         """GPU timeline figures of an nsys SQLite export per stage (nsys_sqlite.stage_timeline)."""
