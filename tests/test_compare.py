@@ -12,7 +12,8 @@ import ncu_report
 import pandas as pd
 import pytest
 
-from generator.analyses.kernel_match import base_name, match_kernels
+from generator.analyses.kernel_identity import identity
+from generator.analyses.kernel_match import match_kernels
 from generator.analyses.regression import IMPROVEMENT, REGRESSION, UNCHANGED
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.cli import main
@@ -216,7 +217,7 @@ def test_base_names_match_only_when_unique():
     rep_names = list(dict.fromkeys(read(PREFILL_REP).kernel_metrics["name"]))
     pairs = match_kernels(csv_names, rep_names)
     assert len({p[0] for p in pairs}) == len({p[1] for p in pairs}) == len(pairs)  # one to one
-    shared = [n for n in csv_names if base_name(n) == "vectorized_elementwise_kernel"]
+    shared = [n for n in csv_names if identity(n).function == "vectorized_elementwise_kernel"]
     assert len(shared) == 10
     assert all(how == "identity" for a, _, how in pairs if a in shared)
     assert {how for _, _, how in pairs} <= {"name", "identity", "agreeing identity"}
