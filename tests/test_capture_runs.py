@@ -19,7 +19,7 @@ from generator.run_layout import NCU_PASSES
 ROOT = Path(__file__).parent.parent
 VIT = ROOT / "examples" / "runs" / "vit-sweep"
 #: Runs whose ncu pass profiled one launch per (kernel, stage) through profile windows.
-STAGE_TRUE = [ROOT / "examples" / "runs" / n for n in ("ocr-vlm-eager-v2", "llm-decode-eager", "llm-decode-graph")]
+STAGE_TRUE = [ROOT / "examples" / "runs" / n for n in ("ocr-vlm-eager-v2", "ocr-vlm-sdpa-v2", "llm-decode-eager", "llm-decode-graph")]
 RUNS = [ROOT / "examples" / "runs" / "ocr-vlm-eager", ROOT / "examples" / "runs" / "ocr-vlm-sdpa",
         ROOT / "examples" / "runs" / "llm-decode-small",
         *sorted(p.parent for p in VIT.glob("*/manifest.json")), ROOT / "tests" / "data" / "gemm", *STAGE_TRUE]
@@ -46,7 +46,7 @@ def kernels(items: list[dict]) -> list[tuple]:
 def test_manifest_top_n_and_coverage_recompute(run: Path) -> None:
     man = manifest(run)
     assert man["status"] == "ok" and man["failed_phases"] == []
-    assert man["environment"]["gpus"][0]["name"] == "NVIDIA H200"
+    assert man["environment"]["gpus"][0]["name"] == ("NVIDIA H100 80GB HBM3" if run.name == "ocr-vlm-sdpa-v2" else "NVIDIA H200")
     sqlite = run / "nsys" / "report.sqlite.xz"
     top = select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"])
     ours = json.loads(json.dumps(top.as_dict()))

@@ -20,7 +20,7 @@ from generator.readers.nsys_sqlite import kernel_summary, module_kernels
 
 ROOT = Path(__file__).parent.parent
 RUNS = ROOT / "examples" / "runs"
-ATTRIBUTED_RUNS = ("llm-decode-eager", "llm-decode-graph", "ocr-vlm-eager-v2")
+ATTRIBUTED_RUNS = ("llm-decode-eager", "llm-decode-graph", "ocr-vlm-eager-v2", "ocr-vlm-sdpa-v2")
 
 
 def _stages(run: str) -> list[str]:
@@ -269,3 +269,45 @@ def test_autograd_nvtx_ops_each_launch_to_its_innermost_op(dbs: dict[str, Path],
     tree = module_tree(found.form, found.kernels, found.classes, ["decode"])
     assert set(tree.modules["depth"]) == {0}  # ops are a flat list
     assert tree.modules.set_index("path").at["aten::Linear", "gpu_ns"] == by_class["aten::Linear"]
+
+
+AUTOGRAD = Path(__file__).parent / "data" / "autograd-nvtx"
+#: PyTorch's op ranges in a real `nsys --pytorch=autograd-nvtx` export: default domain, `aten::linear,
+#: op_id = 468` (torch 2.11 adds `seq = N` only on some ops); the op is the text before the first comma.
+AUTOGRAD_OPS_SQL = """
+CREATE TEMP TABLE m AS SELECT e.globalTid AS tid, e.start, e.end,
+       substr(coalesce(e.text, s.value), 1, instr(coalesce(e.text, s.value), ',') - 1) AS name
+FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId
+WHERE e.domainId = 0 AND e.eventType = 59 AND e.end IS NOT NULL
+  AND coalesce(e.text, s.value) LIKE '%, op_id = %'
+"""
+
+
+def test_autograd_nvtx_capture_each_launch_to_its_innermost_op(tmp_path: Path) -> None:
+    """A real autograd-nvtx export (H100, 2-layer llm-decode): every launch of a stage is under one
+    op range, each to its innermost op as a correlated plain-SQL lookup finds it, the ops sum to the
+    stage's kernel time (nsys' own kernel summary), and the tree is a flat list of aten ops."""
+    db = tmp_path / "autograd.sqlite"
+    with lzma.open(AUTOGRAD / "report.sqlite.xz") as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    stages = json.loads((AUTOGRAD / "stages.json").read_text())["stages"]
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        conn.execute(AUTOGRAD_OPS_SQL)
+        conn.execute("CREATE INDEX temp.m_at ON m (tid, start)")
+        sql = PLAIN_SQL.format(stages=", ".join(f"'{s}'" for s in stages), points="SELECT stage, d, tid, t FROM k")
+        plain = {(s, m): (n, d) for s, m, n, d in conn.execute(sql)}
+    finally:
+        conn.close()
+    found = module_kernels(db, stages)
+    assert found.form == "autograd-nvtx"
+    ours = found.kernels.groupby(["stage", "path"])[["launches", "gpu_ns"]].sum()
+    assert {k: tuple(v) for k, v in ours.iterrows()} == plain
+    assert not any(m is None for _, m in plain)  # no launch outside an op range
+    totals = ours.groupby(level="stage")["gpu_ns"].sum()
+    for stage in stages:
+        assert totals[stage] == kernel_summary(db, [stage])["total_ns"].sum()
+    assert totals.to_dict() == {"prefill": 568808, "decode": 2001466}
+    assert ours.loc[("decode", "aten::mm")].tolist() == [68, 1265747]
+    tree = module_tree(found.form, found.kernels, found.classes, stages)
+    assert set(tree.modules["depth"]) == {0}

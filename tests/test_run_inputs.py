@@ -93,7 +93,7 @@ def test_version_gpu_has_the_driver(tmp_path: Path) -> None:
     assert gpu.driver == inputs.manifest["environment"]["driver"]
 
 
-@pytest.mark.parametrize("run", ["llm-decode-eager", "llm-decode-graph", "ocr-vlm-eager-v2"])
+@pytest.mark.parametrize("run", ["llm-decode-eager", "llm-decode-graph", "ocr-vlm-eager-v2", "ocr-vlm-sdpa-v2"])
 def test_committed_run_with_a_retry_pass(tmp_path: Path, run: str) -> None:
     """Real H200 runs whose first ncu pass missed stage pairs: both passes' launches are read, as many
     as the manifest says were profiled, under unique ids."""
