@@ -227,7 +227,7 @@ def test_hostile_names_render_literally() -> None:
     assert "<code>m&lt;x&gt;.blocks.*.a|b</code>" in page and "<em>Lin&lt;ear|T&gt;</em>" in page
     assert "<x>" not in page and "<ear" not in page
     assert 'title="k*2_">k*2_</span>' in page and "(outside any module)" in page
-    assert "2.73× median" in page  # 300 / 110
+    assert "outliers: blocks.0 (2.73× median)" in page  # 300 / 110: the instance named with its block
     spec = icicle_chart("m", icicle_rows(result, "decode"), t).spec
     keys = {r["key"] for r in spec["data"]["values"]}
     assert {"m<x>", "m<x>.blocks.*.a|b", "(outside any module)"} <= keys

@@ -66,7 +66,8 @@ def tree_html(modules: ModulesResult, stage: str, t: Callable[..., str], n: Numb
             parts.append(_e(t("modules.instances", count=n.int(row["instances"]), median=n.ms(row["inst_median_ns"]),
                               min=n.ms(row["inst_min_ns"]), max=n.ms(row["inst_max_ns"]))))
             if row["outliers"]:
-                shown = t("list_sep").join(t("modules.outlier", instance=label, ratio=n.num(ratio))
+                block = row["key"].rsplit("*", 1)[0].rstrip(".").rsplit(".", 1)[-1]
+                shown = t("list_sep").join(t("modules.outlier", instance=f"{block}.{label}", ratio=n.num(ratio))
                                            for label, ratio in row["outliers"])
                 parts.append(f"<strong>{_e(t('modules.outliers', list=shown))}</strong>")
         return " · ".join(parts)
