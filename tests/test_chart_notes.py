@@ -1,6 +1,6 @@
 """Every chart has a note in both languages ("In short: …"), generated from the data: each note's
 numbers are recomputed here from the version's data files (stage_time.csv, stage_libraries.csv,
-top_kernels.csv, ncu_metrics.csv) on the llm-decode example (real H200 captures), and the English
+top_kernels.csv, ncu_metrics.csv, modules.csv) on the llm-decode example (real H200 captures), and the English
 and Chinese notes quote the same numbers."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from generator.analyses.modules import OUTSIDE
 from generator.cli import main
 from generator.metric_table import DISPLAY
 
@@ -69,6 +70,17 @@ def expected(docs: Path) -> dict[str, dict]:
     roof = kernels["roof_pct"].dropna()
     for key in ("roofline-physical", "roofline-per-kernel"):
         out[key] = {"n": len(roof), "median_pct": roof.median(), "reach_count": int((roof >= 50).sum())}
+    modules = pd.read_csv(docs / "data" / "modules.csv")
+    for index, stage in enumerate(s for s in stage_time["stage"] if s in set(modules["stage"])):
+        rows = modules[modules["stage"] == stage]
+        folded = (rows.assign(key=rows["module"].str.replace(r"\.\d+(?=\.|$)", ".*", regex=True))
+                  .groupby("key", as_index=False).agg(share_pct=("share_pct", "sum"), depth=("depth", "first")))
+        inside = folded[folded["key"] != OUTSIDE]
+        half = inside[inside["share_pct"] >= 50]
+        pick = (half.sort_values(["depth", "share_pct"], ascending=False) if len(half)
+                else inside.sort_values("share_pct", ascending=False)).iloc[0]
+        out[f"modules-{index}"] = {"module_name": pick["key"], "module_pct": pick["share_pct"],
+                                   "outside_pct": rows.loc[rows["module"] == OUTSIDE, "share_pct"].sum()}
     return out
 
 
@@ -112,6 +124,9 @@ def test_every_chart_has_a_note_with_the_same_numbers_in_both_languages(docs: di
         t = want[key]
         assert f"takes {_pct(t['first_pct'])} of" in top and f"the first {t['half_count']} kernels" in top
         assert f"({_pct(t['half_pct'])}), and the 20 shown cover {_pct(t['shown_pct'])}" in top
+    mods = "\n".join(_notes(docs[version] / "modules.md", "In short:"))
+    decode = next(m for m in (want[k] for k in want if k.startswith("modules-")) if "model.layers" in m["module_name"])
+    assert f"{decode['module_name'].replace('*', chr(92) + '*')} holds {_pct(decode['module_pct'])} of" in mods
     hist = "\n".join(_notes(docs[version] / "histograms.md", "In short:"))
     for key, h in want.items():
         if key.startswith("hist-") and "below_count" in h:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analyses.modules import OUTSIDE, ModulesResult
 from generator.analyses.registry import Analysis
 from generator.metric_table import DISPLAY
 from generator.model import ALL_STAGES
@@ -106,6 +107,21 @@ def roof_note(kernels: pd.DataFrame) -> Note | None:
                                               "reach_count": int((roof >= ROOF_PCT).sum()), "reach_pct": ROOF_PCT}}
 
 
+def module_note(stage: str, tree: pd.DataFrame) -> Note | None:
+    """The deepest module (folded) holding at least HALF_PCT of the stage, else the largest one, and
+    the share of the stage's time launched outside any module."""
+    inside = tree[tree["key"] != OUTSIDE]
+    if not len(inside):
+        return None
+    outside = tree.loc[tree["key"] == OUTSIDE, "share_pct"].astype(float).sum()
+    half = inside[inside["share_pct"].astype(float) >= HALF_PCT]
+    pick = (half.sort_values(["depth", "share_pct"], ascending=[False, False]) if len(half)
+            else inside.sort_values("share_pct", ascending=False)).iloc[0]
+    return {"id": "modules_half" if len(half) else "modules_spread",
+            "values": {"stage": stage, "module_name": pick["key"], "module_pct": float(pick["share_pct"]),
+                       "outside_pct": float(outside)}}
+
+
 def sweep_note(configs: pd.DataFrame) -> Note | None:
     """The sweep chart: GPU time of the baseline and of the configurations with the least and most."""
     time = configs["gpu_time_ns"].astype(float)
@@ -127,7 +143,7 @@ def with_sweep_note(notes: dict[str, Note], configs: pd.DataFrame) -> dict[str, 
 
 def chart_notes(stage_time: pd.DataFrame, stage_libraries: pd.DataFrame, stages: list[str],
                 top_kernels: dict[str, pd.DataFrame], histograms: dict[str, pd.DataFrame],
-                roofline: dict[str, Any], ncu_metrics: pd.DataFrame) -> dict[str, Note]:
+                roofline: dict[str, Any], ncu_metrics: pd.DataFrame, module_tree: ModulesResult) -> dict[str, Note]:
     """Chart key (as the pages name charts) → its note; charts without data have none."""
     notes: dict[str, Note | None] = {"stage-time": stage_time_note(stage_time, stage_libraries)}
     for index, stage in enumerate(stages):
@@ -139,6 +155,9 @@ def chart_notes(stage_time: pd.DataFrame, stage_libraries: pd.DataFrame, stages:
     roof = roof_note(ncu_metrics)
     notes["roofline-physical"] = roof
     notes["roofline-per-kernel"] = roof
+    tree = module_tree.tree
+    for index, stage in enumerate(s for s in stages if s in module_tree.stage_ns):
+        notes[f"modules-{index}"] = module_note(stage, tree[tree["stage"] == stage])
     return {key: note for key, note in notes.items() if note is not None}
 
 
