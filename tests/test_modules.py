@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from generator.analyses.modules import OUTSIDE, module_tree
+from generator.analyses.modules import OUTSIDE, compare_modules, module_tree
 from generator.errors import InputError
 from generator.readers.nsys_sqlite import kernel_summary, module_kernels
 
@@ -143,6 +144,33 @@ def test_figures_of_the_committed_captures(dbs: dict[str, Path]) -> None:
     assert [(label, round(ratio, 2)) for label, ratio in blocks["outliers"]] == [
         ("8", 5.83), ("5", 5.83), ("11", 5.83), ("2", 5.82)]
     assert blocks["inst_max_ns"] == 3475594.0
+
+
+def test_versions_compared_per_module(dbs: dict[str, Path]) -> None:
+    """llm-decode eager → CUDA graph, per folded module: each change equals the plain-SQL sums of the
+    module's instances and submodules in both captures; only measured stages; a parent whose change
+    one submodule carries is left out (self_attn's +8.2 ms is not repeated by layers.*, model, …)."""
+    runs = ("llm-decode-eager", "llm-decode-graph")
+    trees = {}
+    plain = {}
+    for run in runs:
+        found = module_kernels(dbs[run], ["prefill", "decode"])
+        trees[run] = module_tree(found.form, found.kernels, found.classes, ["all", "prefill", "decode"])
+        plain[run] = _plain(dbs[run], ["prefill", "decode"], graph=run.endswith("graph"))
+    changes = compare_modules(trees[runs[0]], trees[runs[1]]).set_index(["stage", "key"])
+    assert set(changes.index.get_level_values(0)) == {"prefill", "decode"}
+
+    def sql_ns(run: str, prefix: str) -> int:
+        pattern = re.compile(re.escape(prefix).replace(r"\*", r"\d+") + r"(\.| \[)")
+        return sum(d for (stage, m), (_, d) in plain[run].items() if stage == "decode" and m and pattern.match(m))
+
+    attn = changes.loc[("decode", "model.model.layers.*.self_attn")]
+    before, after = (sql_ns(r, "model.model.layers.*.self_attn") for r in runs)
+    assert (attn["previous_ns"], attn["current_ns"]) == (before, after)
+    assert round(attn["delta_ns"] / 1e6, 3) == 8.177 and changes.index[0] == ("decode", "model.model.layers.*.self_attn")
+    for carried in ("model", "model.model", "model.model.layers", "model.model.layers.*"):
+        assert ("decode", carried) not in changes.index
+    assert ("decode", "model.model.layers.*.mlp.down_proj") in changes.index
 
 
 def _rewrite(db: Path, out: Path, sql: list[str]) -> Path:

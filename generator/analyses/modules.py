@@ -205,15 +205,20 @@ def empty_modules() -> ModulesResult:
     return module_tree(None, pd.DataFrame(columns=["stage", "path", "cls", "name", "launches", "gpu_ns"]), {}, [])
 
 
+#: A module's change counts as carried by one submodule when that submodule's change is this share of it.
+CARRIED_SHARE = 0.9
 #: Per folded module and stage of both versions: GPU time before and after.
 COMPARISON_COLUMNS = ["stage", "key", "cls", "previous_ns", "current_ns", "delta_ns", "rel_pct"]
 
 
 def compare_modules(previous: ModulesResult, current: ModulesResult) -> pd.DataFrame:
-    """Modules (folded keys) of stages both versions have, most changed GPU time first."""
+    """Modules (folded keys) of the measured stages both versions have ("all stages" only when they
+    share no other), most changed GPU time first; a module whose change one submodule carries
+    (CARRIED_SHARE of it, same sign) is left out, the submodule's row says it."""
     a = previous.tree.set_index(["stage", "key"])
     b = current.tree.set_index(["stage", "key"])
     stages = set(a.index.get_level_values(0)) & set(b.index.get_level_values(0))
+    stages = stages - {ALL_STAGES} or stages
     keys = sorted({k for k in (*a.index, *b.index) if k[0] in stages})
     rows = []
     for stage, key in keys:
@@ -223,6 +228,15 @@ def compare_modules(previous: ModulesResult, current: ModulesResult) -> pd.DataF
         rows.append({"stage": stage, "key": key, "cls": cls, "previous_ns": before, "current_ns": after,
                      "delta_ns": after - before, "rel_pct": (after - before) * 100.0 / before if before else None})
     frame = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    parents = {**a["parent"].to_dict(), **b["parent"].to_dict()}
+    delta = dict(zip(zip(frame["stage"], frame["key"]), frame["delta_ns"]))
+    carried: set[tuple[str, str]] = set()
+    for (stage, key), change in delta.items():
+        parent = (stage, parents.get((stage, key)))
+        whole = delta.get(parent, 0)
+        if whole and change * whole > 0 and abs(change) >= CARRIED_SHARE * abs(whole):
+            carried.add(parent)
+    frame = frame[[(s, k) not in carried for s, k in zip(frame["stage"], frame["key"])]]
     order = frame["delta_ns"].abs()
     return frame.assign(_o=-order).sort_values(["_o", "stage", "key"]).drop(columns="_o").reset_index(drop=True)
 
