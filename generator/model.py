@@ -10,6 +10,7 @@ import datetime
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -129,6 +130,14 @@ class GpuInfo:
     sm_clock_hz: float | None = None
     memory_clock_hz: float | None = None
     driver: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """The facts that tell one GPU from another (GPU_IDENTITY), for comparing two captures' GPUs."""
+        return {key: getattr(self, key) for key in GPU_IDENTITY}
+
+
+#: GpuInfo fields that tell one GPU from another: model, architecture, SMs, memory clock (DRAM bandwidth).
+GPU_IDENTITY: tuple[str, ...] = ("name", "compute_capability", "sm_count", "memory_clock_hz")
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,8 @@ class VersionResult:
     stage_speed: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: kernels added, removed and paired vs the previous version (speed_change.KERNEL_CHANGE_COLUMNS)
     kernel_changes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the GPU of the previous version vs this one's (gpu_change.gpu_change; None: first version or unknown)
+    gpu_change: dict[str, Any] | None = None
     #: every registered analysis's result by its key (analyses.registry); the fields above are the
     #: ones the pages name, the rest are read here (e.g. by a chart entry)
     values: dict[str, Any] = field(default_factory=dict)
@@ -133,6 +135,7 @@ class VersionResult:
         """data/summary.json content (machine-readable, stable keys)."""
         return {
             "version": self.version_id,
+            "gpu": self.gpu.identity() if self.gpu else None,
             "kernels_profiled": int(len(self.ncu_metrics)),
             "coverage": {k: self.coverage[k] for k in ("top_n", "profiled")},
             "classification": {

@@ -7,11 +7,14 @@ A change counts only beyond the run-to-run noise measured on two captures of one
 (ocr-vlm-eager and ocr-vlm-eager-v2, H200, same parameters, hours apart): per stage, kernel time
 moved by at most KERNEL_NOISE_PCT and span by at most SPAN_NOISE_PCT (stages of ≥ 1 ms span);
 the thresholds sit above those. Kernels added and removed are paired by kernel identity
-(kernel_match.match_kernels), over the measured stages together.
+(kernel_match.match_kernels), over the measured stages together. Where the versions ran on different
+GPUs (gpu_change), every row says so (``gpu_changed``): its verdicts then compare two captures whose
+differences mix hardware and code, and the page qualifies them.
 """
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -32,7 +35,7 @@ MOVERS = 10
 STAGE_SPEED_COLUMNS = [
     "stage",
     "kernel_prev_ns", "kernel_ns", "kernel_abs_ns", "kernel_rel_pct", "kernel_verdict",
-    "span_prev_ns", "span_ns", "span_abs_ns", "span_rel_pct", "span_verdict",
+    "span_prev_ns", "span_ns", "span_abs_ns", "span_rel_pct", "span_verdict", "gpu_changed",
 ]
 KERNEL_CHANGE_COLUMNS = ["status", "prev_name", "name", "friendly_name", "prev_count", "count",
                          "prev_total_ns", "total_ns", "abs_ns", "rel_pct"]
@@ -49,14 +52,15 @@ def _rel(previous: float, current: float) -> float:
     return (current - previous) * 100.0 / previous if previous and not math.isnan(previous) else float("nan")
 
 
-def stage_speed(previous: pd.DataFrame, current: pd.DataFrame) -> pd.DataFrame:
+def stage_speed(previous: pd.DataFrame, current: pd.DataFrame, gpu_changed: bool = False) -> pd.DataFrame:
     """STAGE_SPEED_COLUMNS for every stage of either version's stage_time table (this version's
-    order, then stages only the previous one had); a stage missing on one side is unknown there."""
+    order, then stages only the previous one had); a stage missing on one side is unknown there.
+    ``gpu_changed``: the versions ran on different GPUs (each verdict then mixes hardware and code)."""
     prev, cur = previous.set_index("stage"), current.set_index("stage")
     stages = list(dict.fromkeys([*cur.index, *prev.index]))
     rows = []
     for stage in stages:
-        row: dict[str, object] = {"stage": stage}
+        row: dict[str, object] = {"stage": stage, "gpu_changed": gpu_changed}
         for measure, threshold in (("kernel", KERNEL_THRESHOLD_PCT), ("span", SPAN_THRESHOLD_PCT)):
             before = float(prev.at[stage, f"{measure}_ns"]) if stage in prev.index else float("nan")
             after = float(cur.at[stage, f"{measure}_ns"]) if stage in cur.index else float("nan")
@@ -97,11 +101,12 @@ def kernel_changes(previous: pd.DataFrame, current: pd.DataFrame, names: dict[st
     return frame.reset_index(drop=True)[KERNEL_CHANGE_COLUMNS]
 
 
-def version_stage_speed(previous: VersionResult | None, stage_time: pd.DataFrame) -> pd.DataFrame:
+def version_stage_speed(previous: VersionResult | None, stage_time: pd.DataFrame,
+                        gpu_change: dict[str, Any] | None) -> pd.DataFrame:
     """:func:`stage_speed` against the previous version; no rows for the first."""
     if previous is None:
         return pd.DataFrame(columns=STAGE_SPEED_COLUMNS)
-    return stage_speed(previous.stage_time, stage_time)
+    return stage_speed(previous.stage_time, stage_time, bool(gpu_change and gpu_change["changed"]))
 
 
 def version_kernel_changes(previous: VersionResult | None, inputs: VersionInputs,

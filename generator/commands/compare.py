@@ -4,7 +4,8 @@ BASELINE and CURRENT are each a capture run directory (analyzed here), a version
 (``data/ncu_metrics.csv``, e.g. ``site/<version>/`` or ``site_src/<report>/<version>/docs/``), a
 ``summary.json`` (its overall means only) or an ncu report/CSV (means per kernel name). Exit status:
 1 when a kernel's duration regressed beyond the threshold (other metrics are context), 0 otherwise,
-2 on bad input.
+2 on bad input. When the two sides ran on different GPUs (gpu_change), the JSON says so
+(``gpu_changed``, both GPUs) and one line on stderr too; the exit status stays the same (README).
 """
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ import argparse
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from generator.analyses.gpu_change import gpu_change
 from generator.analyses.naming import name_kernels
 from generator.analyses.regression import (
     CONTEXT,
@@ -31,8 +35,8 @@ from generator.analyses.regression import (
 )
 from generator.errors import InputError
 from generator.metric_table import DISPLAY
-from generator.model import ALL_STAGES
-from generator.render.data_files import NCU_METRICS_CSV, json_safe
+from generator.model import ALL_STAGES, GPU_IDENTITY, GpuInfo
+from generator.render.data_files import NCU_METRICS_CSV, SUMMARY_JSON, json_safe
 from generator.run_layout import MANIFEST
 
 HELP = "compare kernels of two runs/versions/files; exit 1 when one got slower beyond the threshold"
@@ -71,34 +75,69 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not metrics:
         raise InputError("--metrics", f"unknown metric {', '.join(unknown) or '(none)'}; one of {', '.join(WATCHABLE)}")
     baseline, current = kernel_table(args.baseline), kernel_table(args.current)
-    result = compare(baseline, current, metrics, args.threshold)
+    result = compare(baseline.table, current.table, metrics, args.threshold)
     if not len(result.rows):
         raise InputError(args.current, f"no kernel matches one of {args.baseline}")
+    gpus = gpu_change(baseline.gpu, current.gpu)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
-    _print(console, result, _display_names(baseline, current))
+    _print(console, result, _display_names(baseline.table, current.table))
+    if gpus is not None and gpus["changed"]:
+        print(f"compare: {gpu_line(gpus)}", file=sys.stderr)
     if args.json:
-        report = {"baseline": str(args.baseline), "current": str(args.current), **result.as_dict()}
+        report = {"baseline": str(args.baseline), "current": str(args.current), **result.as_dict(),
+                  "baseline_gpu": baseline.gpu, "current_gpu": current.gpu,
+                  "gpu_changed": None if gpus is None else gpus["changed"]}
         text = json.dumps(json_safe(report), sort_keys=True, indent=2, ensure_ascii=False)
         args.json.write_text(text + "\n", encoding="utf-8")
     return 1 if result.failed() else 0
 
 
-def kernel_table(path: Path) -> pd.DataFrame:
+@dataclass
+class Side:
+    """One side of the comparison: its kernel table and its GPU (GPU_IDENTITY facts; None: unknown)."""
+
+    table: pd.DataFrame
+    gpu: dict[str, Any] | None
+
+
+_FACT_WORDS = {"compute_capability": "compute capability", "sm_count": "SMs"}
+
+
+def gpu_line(change: dict[str, Any]) -> str:
+    """The GPUs of a changed gpu_change in one line: names and the other facts that differ."""
+    before, after = change["previous"], change["current"]
+
+    def fact(key: str) -> str:
+        if key == "memory_clock_hz":
+            return f"memory clock {before[key] / 1e6:,.0f} → {after[key] / 1e6:,.0f} MHz"
+        return f"{_FACT_WORDS[key]} {before[key]} → {after[key]}"
+
+    facts = "".join(f", {fact(key)}" for key in change["differs"] if key != "name")
+    return (f"the baseline ran on {before['name'] or 'an unknown GPU'}, the current profile on "
+            f"{after['name'] or 'an unknown GPU'}{facts}: differences mix hardware and code")
+
+
+def kernel_table(path: Path) -> Side:
     """One row per kernel: ``name``, ``friendly_name`` (the input's, else derived from the name) and the
-    WATCHABLE metrics the input has."""
+    WATCHABLE metrics the input has; and the GPU the input ran on where it says."""
     if path.is_dir():
         if (path / MANIFEST).is_file():
             return _from_run(path)
         for csv in (path / NCU_METRICS_CSV, path / Path(NCU_METRICS_CSV).name):
             if csv.is_file():
-                return _from_csv(csv)
+                summary = csv.parent.parent / SUMMARY_JSON if csv.parent.name == "data" else None
+                return Side(_from_csv(csv), _summary_gpu(summary) if summary and summary.is_file() else None)
         raise InputError(path, "neither a capture run directory (manifest.json) nor a version's data "
                                "directory (data/ncu_metrics.csv)")
     if not path.exists():
         raise InputError(path, "no such file or directory")
     if path.suffix == ".json":
-        return _from_summary(path)
+        return Side(_from_summary(path), _summary_gpu(path))
     return _from_profile(path)
+
+
+def _identity(gpus: list[GpuInfo]) -> dict[str, Any] | None:
+    return gpus[0].identity() if gpus else None
 
 
 def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -119,7 +158,7 @@ def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _from_run(run: Path) -> pd.DataFrame:
+def _from_run(run: Path) -> Side:
     from generator.analyses.version import AnalysisSettings, analyze_version
     from generator.pipeline.config import Inputs, VersionConfig
     from generator.pipeline.inputs import InputCache, version_inputs
@@ -127,7 +166,7 @@ def _from_run(run: Path) -> pd.DataFrame:
     with InputCache() as cache:
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
                                 run / MANIFEST, 0)
-    return _per_kernel(analyze_version(run.name, inputs, AnalysisSettings()).ncu_metrics)
+    return Side(_per_kernel(analyze_version(run.name, inputs, AnalysisSettings()).ncu_metrics), _identity(inputs.gpus))
 
 
 def _from_csv(path: Path) -> pd.DataFrame:
@@ -146,11 +185,37 @@ def _from_csv(path: Path) -> pd.DataFrame:
         raise InputError(path, f"non-numeric metric value ({exc})") from None
 
 
-def _from_summary(path: Path) -> pd.DataFrame:
+def _read_json(path: Path) -> Any:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON ({exc})") from None
+
+
+#: GPU_IDENTITY fact → the JSON types summary.json may give it, and their name
+_GPU_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "name": ((str,), "text"), "compute_capability": ((str,), "text"), "sm_count": ((int,), "a whole number"),
+    "memory_clock_hz": ((int, float), "a number")}
+
+
+def _summary_gpu(path: Path) -> dict[str, Any] | None:
+    """The ``gpu`` of a version's summary.json (GPU_IDENTITY facts), None where it has none."""
+    data = _read_json(path)
+    gpu = data.get("gpu") if isinstance(data, dict) else None
+    if gpu is None:
+        return None
+    if not isinstance(gpu, dict):
+        raise InputError(path, "'gpu' is not an object")
+    for key in GPU_IDENTITY:
+        value = gpu.get(key)
+        types, kind = _GPU_TYPES[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            raise InputError(path, f"gpu.{key} is not {kind}")
+    return {key: gpu.get(key) for key in GPU_IDENTITY}
+
+
+def _from_summary(path: Path) -> pd.DataFrame:
+    data = _read_json(path)
     means = data.get("overall_means") if isinstance(data, dict) else None
     if not isinstance(means, dict):
         raise InputError(path, "no 'overall_means' object (not a version's summary.json)")
@@ -161,15 +226,16 @@ def _from_summary(path: Path) -> pd.DataFrame:
     return pd.DataFrame([{"name": OVERALL, **{m: float("nan") if v is None else float(v) for m, v in values.items()}}])
 
 
-def _from_profile(path: Path) -> pd.DataFrame:
+def _from_profile(path: Path) -> Side:
     from generator.pipeline.inputs import InputCache
 
     with InputCache() as cache:
-        metrics = cache.read(path).kernel_metrics
+        dataset = cache.read(path)
+    metrics = dataset.kernel_metrics
     if metrics is None or not len(metrics):
         raise InputError(path, "holds no per-launch kernel metrics (give an ncu report or CSV, a run directory, "
                                "a version's data directory or a summary.json)")
-    return _per_kernel(metrics)
+    return Side(_per_kernel(metrics), _identity(dataset.gpus))
 
 
 def _display_names(*tables: pd.DataFrame) -> dict[str, str]:

@@ -174,6 +174,25 @@ def note_text(note: dict[str, Any] | None, t: Callable[..., str], numbers: Numbe
     return f"**{t('notes.lead')}** {words}"
 
 
+def gpu_change_text(change: dict[str, Any] | None, t: Callable[..., str], numbers: Numbers) -> str:
+    """The comparison's GPU sentence (analyses.gpu_change): both GPUs and the other facts that
+    differ; empty when the GPU did not change or is unknown."""
+    if not change or not change["changed"]:
+        return ""
+    before, after = change["previous"], change["current"]
+
+    def show(key: str, value: Any) -> str:
+        if key.endswith("_hz"):
+            return numbers.int(value / 1e6)
+        return numbers.int(value) if key == "sm_count" else numbers.text(value)
+
+    facts = [t(f"comparison.gpu_facts.{key}", previous=show(key, before[key]), current=show(key, after[key]))
+             for key in change["differs"] if key != "name"]
+    details = t("comparison.gpu_details", facts=t("list_sep").join(facts)) if facts else ""
+    return t("comparison.gpu_changed", previous=numbers.text(before["name"]), current=numbers.text(after["name"]),
+             details=details)
+
+
 def _context(result: VersionResult, report: ReportMeta, lang: str,
              charts: dict[str, ch.Chart | None]) -> dict[str, Any]:
     t = translator(lang)
@@ -236,6 +255,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "note": lambda key, unit="": note_text(result.values.get("chart_notes", {}).get(key), t, numbers,
                                               stage_name, cls, unit),
         "whole_graph_rows": whole_graph_rows,
+        "gpu_sentence": gpu_change_text(result.gpu_change, t, numbers),
         "speed": {"kernel_threshold": sc.KERNEL_THRESHOLD_PCT, "kernel_noise": sc.KERNEL_NOISE_PCT,
                   "span_threshold": sc.SPAN_THRESHOLD_PCT, "span_noise": sc.SPAN_NOISE_PCT},
         "list_max": CHANGE_ROWS_MAX,
