@@ -200,12 +200,14 @@ class VersionInputs:
 
 @dataclass(frozen=True)
 class VersionMeta:
-    """What pages show about a version: ``title``/``notes`` map a language code to text."""
+    """What pages show about a version: ``title``/``notes`` map a language code to text; ``sweep``:
+    it declares a sweep (so it has a sweep page)."""
 
     id: str
     title: dict[str, str]
     date: datetime.date
     notes: dict[str, str] | None = None
+    sweep: bool = False
 
 
 @dataclass(frozen=True)

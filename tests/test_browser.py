@@ -11,6 +11,7 @@ import functools
 import http.server
 import io
 import lzma
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -250,3 +251,89 @@ def test_screenshots(tab: Tab, served: Served, page: str, lang: str) -> None:
     for chart in _charts(tab):
         tab.page.locator("#" + chart["id"]).screenshot(path=str(ARTIFACTS / f"{chart['id']}-{lang}.png"))
     assert (ARTIFACTS / f"{page}-{lang}.png").stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: $KR_SCREENSHOTS (CI keeps it as an artifact), else a pytest folder."""
+    folder = Path(os.environ["KR_SCREENSHOTS"]) if os.environ.get("KR_SCREENSHOTS") else tmp_path_factory.mktemp("shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def disk_tab(browser) -> Iterator[Tab]:
+    """A tab for pages opened from disk (file://): errors and warnings collected, any other request aborted."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
+            if msg.type in ("error", "warning") else None)
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://")
+               else (problems.append(f"outside: {r.request.url}"), r.abort()))
+    yield Tab(page, problems)
+    context.close()
+
+
+def _disk_url(served: Served, path: str) -> str:
+    return (served.site / path).as_uri()
+
+
+@pytest.mark.parametrize(("start", "lands"), [("index.html", "v2/index.html"), ("v1/index.html", "v1/index.html"),
+                                              ("v1/zh/roofline.html", "v1/zh/roofline.html"),
+                                              ("v2/zh/histograms.html", "v2/zh/histograms.html")])
+def test_site_opened_from_disk_draws_charts_without_errors(disk_tab: Tab, served: Served, screenshots: Path,
+                                                           start: str, lands: str) -> None:
+    disk_tab.page.goto(_disk_url(served, start))
+    disk_tab.page.wait_for_url(_disk_url(served, lands))
+    disk_tab.page.wait_for_load_state("load")
+    disk_tab.page.wait_for_function(
+        "() => [...document.querySelectorAll('div.kr-chart')].every(e => e.dataset.krState)")
+    charts = _charts(disk_tab)
+    assert charts and all(c["state"] == "drawn" and c["svg"] for c in charts), charts
+    # Material's version selector and search cannot work from disk: a plain version list instead
+    versions = disk_tab.page.eval_on_selector_all(".md-version__link", "els => els.map(a => a.href)")
+    lang_dir = "zh/" if "/zh/" in lands else ""
+    assert versions == [_disk_url(served, f"{v}/{lang_dir}index.html") for v in ("v2", "v1")]
+    assert disk_tab.page.locator(".md-search").count() == 0
+    disk_tab.page.screenshot(path=str(screenshots / f"disk-{lands.replace('/', '-')}.png"), full_page=False)
+    disk_tab.page.wait_for_timeout(300)  # a late failing request would show now
+    assert disk_tab.problems == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_latest_resolves_over_http_and_from_disk(tab: Tab, disk_tab: Tab, served: Served, lang: str) -> None:
+    lang_dir = "" if lang == "en" else f"{lang}/"
+    tab.page.goto(f"{served.base}latest/")
+    tab.page.wait_for_url(served.url("v2", "en", "index"))
+    tab.page.goto(f"{served.base}latest/{lang_dir}roofline.html")
+    tab.page.wait_for_url(served.url("v2", lang, "roofline"))
+    disk_tab.page.goto(_disk_url(served, f"latest/{lang_dir}roofline.html"))
+    disk_tab.page.wait_for_url(_disk_url(served, f"v2/{lang_dir}roofline.html"))
+    disk_tab.page.wait_for_load_state("load")
+    assert tab.problems == [] and disk_tab.problems == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_old_version_banner_links_the_same_page_of_the_newest(tab: Tab, disk_tab: Tab, served: Served,
+                                                              screenshots: Path, lang: str) -> None:
+    words = {"en": "older version", "zh": "旧版本"}[lang]
+    for page in ("index", "roofline", "appendix"):
+        _open(tab, served.url("v1", lang, page))
+        banner = tab.page.locator("aside.kr-outdated")
+        assert banner.count() == 1 and banner.is_visible()
+        assert words in banner.inner_text() and ("第二版" if lang == "zh" else "V2") in banner.inner_text()
+        assert banner.locator("a").evaluate("a => a.href") == served.url("v2", lang, page)
+        _open(tab, served.url("v2", lang, page))
+        assert tab.page.locator("aside.kr-outdated").count() == 0
+    _open(tab, served.url("v1", lang, "roofline"))
+    tab.page.locator("aside.kr-outdated a").click()
+    tab.page.wait_for_url(served.url("v2", lang, "roofline"))
+    lang_dir = "" if lang == "en" else f"{lang}/"
+    disk_tab.page.goto(_disk_url(served, f"v1/{lang_dir}roofline.html"))
+    disk_tab.page.screenshot(path=str(screenshots / f"banner-v1-{lang}.png"))
+    disk_tab.page.locator("aside.kr-outdated a").click()
+    disk_tab.page.wait_for_url(_disk_url(served, f"v2/{lang_dir}roofline.html"))
+    assert tab.problems == [] and disk_tab.problems == []

@@ -45,7 +45,15 @@ def test_versions_json_and_redirect(example_site: BuiltSite) -> None:
     assert [v["title"] for v in versions] == [v.title.en for v in config.versions][::-1]
     index = (example_site.site / "index.html").read_text(encoding="utf-8")
     assert f'url={ids[-1]}/index.html"' in index and "://" not in index
-    assert sorted(p.name for p in example_site.site.iterdir() if p.is_dir()) == sorted(ids)
+    assert sorted(p.name for p in example_site.site.iterdir() if p.is_dir()) == sorted([*ids, "latest"])
+    # latest/ holds a relative redirect for every page of the newest version, e.g. latest/zh/roofline.html
+    newest = example_site.site / ids[-1]
+    pages = sorted(p.relative_to(newest).as_posix() for p in newest.rglob("*.html"))
+    stubs = sorted(p.relative_to(example_site.site / "latest").as_posix()
+                   for p in (example_site.site / "latest").rglob("*") if p.is_file())
+    assert stubs == pages and "zh/roofline.html" in stubs and len(stubs) >= 20
+    stub = (example_site.site / "latest" / "zh" / "roofline.html").read_text(encoding="utf-8")
+    assert f'content="0; url=../../{ids[-1]}/zh/roofline.html"' in stub and "://" not in stub
 
 
 def test_every_page_in_both_languages(example_site: BuiltSite) -> None:
@@ -87,8 +95,10 @@ def test_version_config(example_site: BuiltSite) -> None:
         assert i18n.docs_structure == "suffix"
         assert [(lang.locale, lang.name) for lang in i18n.languages] == [("en", "English"), ("zh", "简体中文")]
         assert loaded.mdx_configs["toc"]["slugify"]("内核 Top 20", "-") == "内核-top-20"
-        assert [(js.path, js.type) for js in loaded.extra_javascript] == [
-            ("assets/js/vega-bundle.js", "module"), ("assets/js/kr-charts.js", "module")]
+        # classic scripts: browsers run no ES module on a page opened from disk
+        assert [str(js) for js in loaded.extra_javascript] == ["assets/js/vega-bundle.js", "assets/js/kr-charts.js"]
+        assert loaded.extra["kr"]["latest"] == config.versions[-1].id
+        assert bool(loaded.extra["kr"]["outdated"]) == (version is not config.versions[-1])
         for sitemap in ("sitemap.xml", "zh/sitemap.xml"):  # no address to list without a site URL
             text = (example_site.site / version.id / sitemap).read_text(encoding="utf-8")
             assert "<url>" not in text and "None" not in text and text.rstrip().endswith("</urlset>")
@@ -98,6 +108,7 @@ def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) 
     """With a site URL, a version's config, canonical links and sitemap (dated by the version) use it."""
     from generator.pipeline.config import report_meta
     from generator.pipeline.mkdocs_site import build_version_site
+    from generator.render.pages import latest_page_names
     from generator.render.site import write_mkdocs_config
 
     config = load_report(example_site.report)
@@ -106,7 +117,8 @@ def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) 
     shutil.copytree(built / "docs", tmp_path / "v" / "docs")
     meta = report_meta(config, "https://org.github.io/repo/", ["en", "zh"])
     nav = yaml.load((built / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)["nav"]
-    mkdocs_yml = write_mkdocs_config(Path("report.yaml"), meta, meta.version(version.id), tmp_path / "v", nav)
+    mkdocs_yml = write_mkdocs_config(Path("report.yaml"), meta, meta.version(version.id), tmp_path / "v", nav,
+                                     latest_page_names(meta))
     assert f'site_url: "https://org.github.io/repo/{version.id}/"' in mkdocs_yml.read_text(encoding="utf-8")
     build_version_site(mkdocs_yml, tmp_path / "site", version.date)
     base = f"https://org.github.io/repo/{version.id}/"

@@ -214,7 +214,8 @@ def report_meta(config: ReportConfig, site_url: str | None, langs: list[str]) ->
         id=config.id,
         title=config.title.model_dump(),
         versions=tuple(
-            VersionMeta(v.id, v.title.model_dump(), v.date, v.notes.model_dump() if v.notes else None)
+            VersionMeta(v.id, v.title.model_dump(), v.date, v.notes.model_dump() if v.notes else None,
+                        bool(v.sweep))
             for v in config.versions
         ),
         site_url=site_url,

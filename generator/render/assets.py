@@ -1,11 +1,13 @@
-"""The site's own JavaScript: the offline vega bundle and the module that draws the charts.
+"""The site's own JavaScript: the offline vega bundle and the script that draws the charts.
 
 ``assets/js/vega-bundle.js`` is ``vl_convert.javascript_bundle()`` (Vega, Vega-Lite and
-vega-embed with every dependency; no CDN). ``assets/js/kr-charts.js`` is an ES module: it imports
-the bundle, finds every ``div.kr-chart[data-spec-ref]``, reads the spec from the referenced
-``<script type="application/json">`` and embeds it as SVG; the static SVG inside the div is
-removed once the chart is drawn. It runs again on Material's instant navigation (``document$``).
-Load it with ``extra_javascript: [{path: assets/js/kr-charts.js, type: module}]``.
+vega-embed with every dependency; no CDN), wrapped in a function so that its top-level names stay
+its own; it sets ``window.vegaEmbed``. ``assets/js/kr-charts.js`` finds every
+``div.kr-chart[data-spec-ref]``, reads the spec from the referenced ``<script
+type="application/json">`` and embeds it as SVG; the static SVG inside the div is removed once the
+chart is drawn. It runs again on Material's instant navigation (``document$``). Both are classic
+scripts, loaded in that order (``extra_javascript``): browsers refuse ES modules on pages opened
+from disk (``file://``), classic scripts they run.
 """
 from __future__ import annotations
 
@@ -17,11 +19,11 @@ import vl_convert
 
 JS_DIR = Path("assets") / "js"
 BUNDLE = JS_DIR / "vega-bundle.js"
-MODULE = JS_DIR / "kr-charts.js"
+CHARTS = JS_DIR / "kr-charts.js"
 
 KR_CHARTS_JS = """\
-import "./vega-bundle.js";
-
+(function () {
+"use strict";
 const CHARTS = "div.kr-chart[data-spec-ref]";
 
 async function draw(div) {
@@ -53,6 +55,7 @@ if (window.document$ && typeof window.document$.subscribe === "function") {
 } else {
   drawAll();
 }
+})();
 """
 
 
@@ -87,5 +90,5 @@ def vega_bundle() -> str:
 def write_assets(docs_dir: Path) -> None:
     """Write the vega bundle and kr-charts.js under ``docs_dir/assets/js/``."""
     (docs_dir / JS_DIR).mkdir(parents=True, exist_ok=True)
-    (docs_dir / BUNDLE).write_text(vega_bundle(), encoding="utf-8")
-    (docs_dir / MODULE).write_text(KR_CHARTS_JS, encoding="utf-8")
+    (docs_dir / BUNDLE).write_text(f'(function () {{\n"use strict";\n{vega_bundle()}\n}})();\n', encoding="utf-8")
+    (docs_dir / CHARTS).write_text(KR_CHARTS_JS, encoding="utf-8")

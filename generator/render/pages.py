@@ -63,6 +63,13 @@ def page_names(result: VersionResult) -> list[str]:
     return pages[:1] + [SWEEP_PAGE] + pages[1:] if result.sweep is not None else pages
 
 
+def latest_page_names(meta: ReportMeta) -> list[str]:
+    """The page stems of the report's latest version, known before it is analyzed (it compares with
+    the version before it when there is one)."""
+    pages = [p for p in PAGES if p != "comparison" or len(meta.versions) > 1]
+    return pages[:1] + [SWEEP_PAGE] + pages[1:] if meta.latest.sweep else pages
+
+
 def page_file(page: str, lang: str, default_lang: str) -> str:
     """``top-kernels.md`` for the default language, ``top-kernels.zh.md`` otherwise (i18n suffix)."""
     return f"{page}.md" if lang == default_lang else f"{page}.{lang}.md"

@@ -1,15 +1,17 @@
-"""The site around a version's pages: its mkdocs.yml, the report's versions.json and index pages."""
+"""The site around a version's pages: its mkdocs.yml and theme overrides, the report's versions.json,
+index pages and ``latest/``."""
 from __future__ import annotations
 
 import html
 import json
+import shutil
 from pathlib import Path
 
 import jinja2
 
 from generator.model import ReportMeta, VersionMeta
 from generator.render.assets import BUNDLE as VEGA_BUNDLE
-from generator.render.assets import MODULE as CHARTS_MODULE
+from generator.render.assets import CHARTS as CHARTS_SCRIPT
 from generator.render.html_config import yaml_html_text
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
@@ -21,24 +23,39 @@ _ENV = jinja2.Environment(
     autoescape=jinja2.select_autoescape(["html.j2"]),
 )
 _ENV.filters["yaml_html_text"] = yaml_html_text
+#: Material theme overrides, copied next to each version's mkdocs.yml (its ``custom_dir``)
+OVERRIDES = TEMPLATES / "overrides"
+LATEST = "latest"
 
 
 def write_version_index(meta: ReportMeta, out: Path) -> None:
-    """``out/versions.json`` and ``out/index.html`` (redirect to the latest version)."""
+    """``out/versions.json``, ``out/index.html`` (redirect to the latest version) and ``out/latest/``:
+    for every page of the latest version (built into ``out/<id>/``) a page that redirects to it."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "versions.json").write_text(versions_json(meta), encoding="utf-8")
-    (out / "index.html").write_text(
-        _ENV.get_template("site/index.html.j2").render(
-            lang=meta.langs[0], links=[{"href": f"{meta.latest.id}/index.html", "title": meta.title[meta.langs[0]]}]
-        ),
-        encoding="utf-8",
-    )
+    _write_redirect(out / "index.html", f"{meta.latest.id}/index.html", meta.title[meta.langs[0]], meta.langs[0])
+    built = out / meta.latest.id
+    for page in sorted(built.rglob("*.html")):
+        path = page.relative_to(built)
+        back = "../" * len(path.parts)
+        _write_redirect(out / LATEST / path, f"{back}{meta.latest.id}/{path.as_posix()}", meta.title[meta.langs[0]],
+                        meta.langs[0])
+
+
+def _write_redirect(path: Path, href: str, title: str, lang: str) -> None:
+    """A page that sends the visitor to ``href`` (relative, so it works from disk too)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_ENV.get_template("site/index.html.j2").render(lang=lang, links=[{"href": href, "title": title}]),
+                    encoding="utf-8")
 
 
 def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionMeta, version_dir: Path,
-                        nav: list[str]) -> Path:
-    """Write ``<version_dir>/mkdocs.yml`` for the pages (``nav``: files in order) in ``<version_dir>/docs``."""
+                        nav: list[str], latest_pages: list[str]) -> Path:
+    """Write ``<version_dir>/mkdocs.yml`` for the pages (``nav``: files in order) in ``<version_dir>/docs``,
+    and the theme overrides beside it; ``latest_pages``: the page stems of the latest version (an
+    older version's banner links the same page there when it has one)."""
     docs = version_dir / "docs"
+    shutil.copytree(OVERRIDES, version_dir / "overrides", dirs_exist_ok=True)
     text = _ENV.get_template("mkdocs.yml.j2").render(
         report_file=report_file.name,
         title=meta.title,
@@ -46,13 +63,36 @@ def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionMet
         langs=list(meta.langs),
         language_names={lang: translator(lang)("language_name") for lang in meta.langs},
         nav=nav,
-        # the offline vega bundle, then the module that draws the charts with it (it imports the
-        # bundle too: one URL, so the browser runs it once)
-        javascript=[js.as_posix() for js in (VEGA_BUNDLE, CHARTS_MODULE) if (docs / js).is_file()],
+        # the offline vega bundle, then the script that draws the charts with it
+        javascript=[js.as_posix() for js in (VEGA_BUNDLE, CHARTS_SCRIPT) if (docs / js).is_file()],
+        kr=theme_extra(meta, version, latest_pages),
     )
     path = version_dir / "mkdocs.yml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def theme_extra(meta: ReportMeta, version: VersionMeta, latest_pages: list[str]) -> dict:
+    """``extra.kr`` of a version's mkdocs.yml, read by generator/templates/overrides/main.html: the
+    versions (newest first) for the version list of pages opened from disk, and on a version older
+    than the latest the banner's words. Text is HTML-escaped here (the theme prints it as is)."""
+    def title(v: VersionMeta, lang: str) -> str:
+        return html.escape(v.title.get(lang) or v.title[meta.langs[0]])
+
+    extra: dict = {
+        "version": version.id,
+        "latest": meta.latest.id,
+        "latest_pages": latest_pages,
+        "versions": [{"id": v.id, "title": {lang: title(v, lang) for lang in meta.langs}} for v in reversed(meta.versions)],
+        "outdated": None,
+        "outdated_link": None,
+    }
+    if version is not meta.latest:
+        words = {lang: translator(lang) for lang in meta.langs}
+        extra["outdated"] = {lang: t("site.outdated", version=title(version, lang)) for lang, t in words.items()}
+        extra["outdated_link"] = {lang: t("site.outdated_link", latest=title(meta.latest, lang))
+                                  for lang, t in words.items()}
+    return extra
 
 
 def versions_json(meta: ReportMeta) -> str:
