@@ -25,7 +25,8 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
     tensor = pd.to_numeric(k["flop_tensor"], errors="coerce").fillna(0.0)
     ridge = inputs.peaks.ridge("fp32") or 0.0  # below it the kernel moves data (e.g. a split-K reduce)
     ai = pd.to_numeric(k["arithmetic_intensity"], errors="coerce").fillna(0.0)
-    hit = k[k["category"].isin(TENSOR_CAPABLE) & (fp32 > 0) & (tensor == 0) & (ai >= ridge)]
+    timed = k["total_ns"].notna() & k["count"].notna()  # the time it costs comes from nsys
+    hit = k[timed & k["category"].isin(TENSOR_CAPABLE) & (fp32 > 0) & (tensor == 0) & (ai >= ridge)]
     peak32, peak_tc = inputs.peaks.flop_per_s.get("fp32"), inputs.peaks.flop_per_s.get("tensor")
     found = []
     for _, row in hit.sort_values("total_ns", ascending=False).iterrows():
@@ -59,7 +60,7 @@ def old_arch(inputs: FindingInputs) -> list[Finding]:
     if gpu is None or not len(k):
         return []
     arch = k["name"].map(kernel_arch)
-    hit = k[arch.notna() & (arch < gpu)]
+    hit = k[arch.notna() & (arch < gpu) & k["total_ns"].notna() & k["count"].notna()]
     found = []
     for _, row in hit.sort_values("total_ns", ascending=False).iterrows():
         stage_ns = inputs.stage_ns(row["stage"])
