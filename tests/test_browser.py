@@ -210,7 +210,7 @@ def test_hostile_kernel_name_shows_literally(tab: Tab, served: Served, lang: str
     assert tab.page.evaluate("window.__krPwned") is None
     assert tab.page.locator("script", has_text="__krPwned").count() == 0
     _open(tab, served.url("v2", lang, "classification"))
-    titles = tab.page.eval_on_selector_all("span.kr-name", "els => els.map(e => e.title)")
+    titles = tab.page.eval_on_selector_all(".kr-name", "els => els.map(e => e.title)")
     assert any("evil|kernel" in t for t in titles)
     assert tab.page.evaluate("window.__krPwned") is None
     assert tab.problems == []

@@ -13,6 +13,7 @@ from helpers_pages import example_result
 
 from generator.model import GpuInfo, VersionMeta
 from generator.render.markdown import Numbers, escape_text, name_cell
+from generator.render.module_tree import kernel_anchor
 from generator.render.pages import PAGES, page_file, page_names, render_page, render_version
 from generator.render.translations import translator
 
@@ -32,6 +33,11 @@ def rendered(tmp_path_factory: pytest.TempPathFactory):
 
 def _page(docs: Path, page: str, lang: str) -> str:
     return (docs / page_file(page, lang, "en")).read_text(encoding="utf-8")
+
+
+def _name(friendly: str, raw: str, unknown: str = "unknown") -> str:
+    """A kernel's table label: its friendly name, the raw name on hover, a link to its appendix entry."""
+    return name_cell(friendly, unknown, title=raw, href=f"appendix.html#{kernel_anchor(raw)}")
 
 
 def _row(text: str, *cells: str) -> str:
@@ -61,17 +67,31 @@ def test_every_page_exists_with_its_heading(rendered, lang: str) -> None:
 def test_top_kernels_rows_are_the_result(rendered, lang: str) -> None:
     result, _, docs = rendered
     text = _page(docs, "top-kernels", lang)
+    appendix = _page(docs, "appendix", lang)
     n = Numbers(translator(lang)("unknown"))
     for top in result.top_kernels.values():
         for row in top.to_dict("records"):
-            line = _row(text, f"| {row['rank']} | {name_cell(row['friendly_name'], n.unknown, title=row['name'])}",
-                        n.pct(row["time_pct"]), n.ms(row["total_ns"]), n.int(row["count"]), n.us(row["avg_ns"]))
-            assert escape_text(row[f"description_{lang}"]) in line
+            # numbers without units (the header has them): share %, total ms, launches, mean µs
+            _row(text, f"| {row['rank']} | {_name(row['friendly_name'], row['name'], n.unknown)} | ",
+                 f"| {n.cell(row['time_pct'])} | {n.cell(row['total_ns'] / 1e6)} | {n.int(row['count'])} | "
+                 f"{n.cell(row['avg_ns'] / 1e3)} | ")
+            # the description is the appendix's, on the kernel's own row
+            _row(appendix, f'| <span id="{kernel_anchor(row["name"])}"></span>',
+                 f"| {escape_text(row[f'description_{lang}'])} | ")
     # the decode stage section holds the decode table, the share matches the result row
     decode = text.split(translator(lang)("stage_heading", stage="decode"))[1]
     first = result.top_kernels["decode"].iloc[0]
-    assert f"| 1 | {name_cell(first['friendly_name'], n.unknown, title=first['name'])} | " in decode.split("\n## ")[0]
+    assert f"| 1 | {_name(first['friendly_name'], first['name'], n.unknown)} | " in decode.split("\n## ")[0]
     assert 0 < first["time_pct"] <= 100
+    assert " µs |" not in text and " ms |" not in text
+
+
+def test_table_numbers_have_two_decimals_or_two_significant_digits() -> None:
+    n = Numbers("unknown")
+    assert [n.cell(v) for v in (2097.4, 5.464, 1, 0.5, 0.0496, 0.0043, 0, -3.2)] == [
+        "2,097.40", "5.46", "1.00", "0.50", "0.050", "0.0043", "0.00", "-3.20"]
+    assert (n.cell_ms(5_464_000), n.cell_us(4_740), n.cell(1.5, signed=True), n.cell(None)) == (
+        "5.46", "4.74", "+1.50", "unknown")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -88,7 +108,7 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
         assert line.endswith(f" {n.num(value)} |")
     for kernel in result.ncu_metrics.to_dict("records"):  # one row per kernel and stage
         stage = t("stages.all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
-        _row(text, f"| {name_cell(kernel['friendly_name'], n.unknown, title=kernel['name'])} | {stage} | "
+        _row(text, f"| {_name(kernel['friendly_name'], kernel['name'], n.unknown)} | {stage} | "
                    f"{t('classes.' + kernel['class'])} |", n.pct(kernel["sm_throughput_pct"]), n.us(kernel["duration_ns"]))
 
 
@@ -122,7 +142,7 @@ def test_roofline_peaks_and_points(rendered) -> None:
     _row(text, "| Tensor Core |", n.si(roofs["ceilings"]["tensor"], "FLOP/s"), n.num(roofs["ridges"]["tensor"]))
     for point in result.roofline["physical"].to_dict("records"):
         datapath = translator("en")(f"datapaths.{point['datapath']}")
-        _row(text, f"| {name_cell(point['friendly_name'], 'unknown', title=point['name'])} | {escape_text(point['stage'])} | ",
+        _row(text, f"| {_name(point['friendly_name'], point['name'])} | {escape_text(point['stage'])} | ",
              f"| {datapath} | ", n.si(point["flop"], "FLOP"), n.num(point["arithmetic_intensity"], 3),
              n.si(point["achieved_flop_per_s"], "FLOP/s"))
 

@@ -24,6 +24,7 @@ from generator.commands.build import EXAMPLE
 from generator.errors import InputError
 from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache, version_inputs
+from generator.resources import TEMPLATES
 
 pytestmark = pytest.mark.slow
 
@@ -96,9 +97,14 @@ def test_version_config(example_site: BuiltSite) -> None:
         assert [(lang.locale, lang.name) for lang in i18n.languages] == [("en", "English"), ("zh", "简体中文")]
         assert loaded.mdx_configs["toc"]["slugify"]("内核 Top 20", "-") == "内核-top-20"
         # classic scripts: browsers run no ES module on a page opened from disk
-        assert [str(js) for js in loaded.extra_javascript] == ["assets/js/vega-bundle.js", "assets/js/kr-charts.js"]
+        assert [str(js) for js in loaded.extra_javascript] == [
+            "assets/js/vega-bundle.js", "assets/js/kr-charts.js", "assets/js/kr-tables.js"]
         assert loaded.extra["kr"]["latest"] == config.versions[-1].id
         assert bool(loaded.extra["kr"]["outdated"]) == (version is not config.versions[-1])
+        assert loaded.extra_css == ["assets/css/kr-tables.css"]
+        assets = example_site.site / version.id / "assets"
+        for built, source in (("js/kr-tables.js", "kr-tables.js"), ("css/kr-tables.css", "kr-tables.css")):
+            assert (assets / built).read_bytes() == (TEMPLATES / "site" / source).read_bytes()
         for sitemap in ("sitemap.xml", "zh/sitemap.xml"):  # no address to list without a site URL
             text = (example_site.site / version.id / sitemap).read_text(encoding="utf-8")
             assert "<url>" not in text and "None" not in text and text.rstrip().endswith("</urlset>")

@@ -12,14 +12,21 @@ from disk (``file://``), classic scripts they run.
 from __future__ import annotations
 
 import os
+import shutil
 from functools import cache
 from pathlib import Path
 
 import vl_convert
 
+from generator.resources import TEMPLATES
+
 JS_DIR = Path("assets") / "js"
 BUNDLE = JS_DIR / "vega-bundle.js"
 CHARTS = JS_DIR / "kr-charts.js"
+#: the tables' sorting and filtering, and the site's table, chart and print styles: files of
+#: generator/templates/site/ copied as they are (kr-tables.js is a classic script too)
+TABLES_JS = JS_DIR / "kr-tables.js"
+TABLES_CSS = Path("assets") / "css" / "kr-tables.css"
 
 KR_CHARTS_JS = """\
 (function () {
@@ -88,7 +95,11 @@ def vega_bundle() -> str:
 
 
 def write_assets(docs_dir: Path) -> None:
-    """Write the vega bundle and kr-charts.js under ``docs_dir/assets/js/``."""
+    """Write the vega bundle, kr-charts.js and kr-tables.js under ``docs_dir/assets/js/``, and
+    kr-tables.css under ``docs_dir/assets/css/``."""
     (docs_dir / JS_DIR).mkdir(parents=True, exist_ok=True)
     (docs_dir / BUNDLE).write_text(f'(function () {{\n"use strict";\n{vega_bundle()}\n}})();\n', encoding="utf-8")
     (docs_dir / CHARTS).write_text(KR_CHARTS_JS, encoding="utf-8")
+    for asset in (TABLES_JS, TABLES_CSS):
+        (docs_dir / asset).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(TEMPLATES / "site" / asset.name, docs_dir / asset)

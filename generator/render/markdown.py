@@ -7,6 +7,7 @@ Every text that comes from an input file (kernel names, stage names, paths) goes
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -69,15 +70,19 @@ def escape_attr(text: str) -> str:
     )
 
 
-def name_cell(name: str | None, unknown: str, max_chars: int = NAME_MAX_CHARS, title: str | None = None) -> str:
+def name_cell(name: str | None, unknown: str, max_chars: int = NAME_MAX_CHARS, title: str | None = None,
+              href: str | None = None) -> str:
     """A kernel name for a table cell: escaped, shortened with "…" when long; on hover the full
-    name (or ``title``, e.g. the raw profiler name behind a friendly one)."""
+    name (or ``title``, e.g. the raw profiler name behind a friendly one); a link to ``href`` (the
+    kernel's appendix entry) when given."""
     if is_missing(name):
         return escape_text(unknown)
     full = _one_line(name)
     shown = full if len(full) <= max_chars else full[: max_chars - 1] + "…"
     hover = full if title is None else _one_line(title)
-    return f'<span class="kr-name" title="{escape_attr(hover)}">{escape_text(shown)}</span>'
+    if href is None:
+        return f'<span class="kr-name" title="{escape_attr(hover)}">{escape_text(shown)}</span>'
+    return f'<a class="kr-name" href="{escape_attr(href)}" title="{escape_attr(hover)}">{escape_text(shown)}</a>'
 
 
 def code_cell(text: str | None, unknown: str) -> str:
@@ -142,6 +147,23 @@ class Numbers:
             if abs(number) >= scale:
                 return f"{number / scale:.{digits}f} {prefix}{unit}"
         return f"{number:.{digits}f} {unit}"
+
+    def cell(self, value: Any, scale: float = 1.0, signed: bool = False) -> str:
+        """A table number whose unit is in the column header: ``value / scale`` with two decimals,
+        or two significant digits below 1 (``0.50``, ``0.0043``), thousands separated."""
+        if is_missing(value):
+            return self.unknown
+        number = float(value) / scale
+        digits = 2 if number == 0 or abs(number) >= 1 else max(2, 1 - math.floor(math.log10(abs(number))))
+        return f"{number:{'+' if signed else ''},.{digits}f}"
+
+    def cell_us(self, ns: Any) -> str:
+        """Nanoseconds as a µs table number."""
+        return self.cell(ns, 1e3)
+
+    def cell_ms(self, ns: Any) -> str:
+        """Nanoseconds as a ms table number."""
+        return self.cell(ns, 1e6)
 
     def text(self, value: Any) -> str:
         """Data text (escaped) or ``unknown``."""

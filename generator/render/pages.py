@@ -5,6 +5,7 @@ VersionResult. Data text (kernel, stage, file names) is escaped by generator.ren
 """
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import replace
@@ -34,7 +35,15 @@ from generator.render.data_files import (
 )
 from generator.render.findings import render_finding, render_method
 from generator.render.html_config import front_matter_title
-from generator.render.markdown import Numbers, code_cell, escape_text, inline_markdown, is_missing, name_cell
+from generator.render.markdown import (
+    Numbers,
+    code_cell,
+    escape_attr,
+    escape_text,
+    inline_markdown,
+    is_missing,
+    name_cell,
+)
 from generator.render.module_tree import kernel_anchor, tree_html
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
@@ -55,6 +64,8 @@ MANIFEST_KEYS = ("workload", "params", "stages", "top_n_requested", "argv", "sta
 KERNEL_LIST_MAX = 8
 #: Kernels added / removed listed on the comparison page (all of them in data/kernel_changes.csv)
 CHANGE_ROWS_MAX = 15
+#: a Markdown table's delimiter row: the page has a table for kr-tables.js
+TABLE_ROW = re.compile(r"^\|(?: *:?-+:? *\|)+ *$", re.MULTILINE)
 
 
 def page_names(result: VersionResult) -> list[str]:
@@ -148,6 +159,11 @@ def _kernel_list(kernels: tuple[str, ...], unknown: str, t: Callable[..., str]) 
     return shown + (t("findings.more", count=rest) if rest > 0 else "")
 
 
+def appendix_href(raw_name: Any, listed: dict[str, Any]) -> str | None:
+    """The link to a kernel's entry in the appendix names table, None when it has none there."""
+    return f"appendix.html#{kernel_anchor(raw_name)}" if isinstance(raw_name, str) and raw_name in listed else None
+
+
 def whole_graph_rows(stage_time: pd.DataFrame) -> list[dict[str, Any]]:
     """Stages with replays traced only as whole graphs; the "all" row only when no stage names them
     (a whole-capture input: otherwise it is their sum)."""
@@ -236,8 +252,9 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
         "setup": setup_facts(result),
         "software": SOFTWARE,
         "page_title": front_matter_title,
-        "name": lambda value, raw=None: name_cell(value, unknown, title=raw),
-        "kernel": lambda raw_name: name_cell(friendly.get(raw_name, raw_name), unknown, title=raw_name),
+        "name": lambda value, raw=None: name_cell(value, unknown, title=raw, href=appendix_href(raw, friendly)),
+        "kernel": lambda raw_name: name_cell(friendly.get(raw_name, raw_name), unknown, title=raw_name,
+                                             href=appendix_href(raw_name, friendly)),
         "raw": lambda value: code_cell(value, unknown),
         "rows": rows,
         "fence": fence,
@@ -286,6 +303,10 @@ def render_page(page: str, result: VersionResult, report: ReportMeta, lang: str,
     template = _env().get_template(f"{page}.md.j2")
     context = _context(result, report, lang, charts)
     text = template.render(**context)
+    if TABLE_ROW.search(text):  # the words kr-tables.js puts on its sort headers and filter boxes
+        t = context["t"]
+        text = (f'{text.rstrip()}\n\n<div class="kr-table-words" hidden data-filter="{escape_attr(t("tables.filter"))}"'
+                f' data-sort="{escape_attr(t("tables.sort"))}"></div>\n')
     for entry in entries_on(page):  # chart table entries: after the page's own content
         block = context["chart"](entry.key, entry.alt)
         if block:

@@ -12,6 +12,7 @@ import jinja2
 from generator.model import ReportMeta, VersionMeta
 from generator.render.assets import BUNDLE as VEGA_BUNDLE
 from generator.render.assets import CHARTS as CHARTS_SCRIPT
+from generator.render.assets import TABLES_CSS, TABLES_JS
 from generator.render.html_config import yaml_html_text
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
@@ -64,8 +65,9 @@ def write_mkdocs_config(report_file: Path, meta: ReportMeta, version: VersionMet
         language_names={lang: translator(lang)("language_name") for lang in meta.langs},
         nav=nav,
         # the offline vega bundle, then the script that draws the charts with it
-        javascript=[js.as_posix() for js in (VEGA_BUNDLE, CHARTS_SCRIPT) if (docs / js).is_file()],
+        javascript=[js.as_posix() for js in (VEGA_BUNDLE, CHARTS_SCRIPT, TABLES_JS) if (docs / js).is_file()],
         kr=theme_extra(meta, version, latest_pages),
+        stylesheets=[css.as_posix() for css in (TABLES_CSS,) if (docs / css).is_file()],
     )
     path = version_dir / "mkdocs.yml"
     path.write_text(text, encoding="utf-8")
