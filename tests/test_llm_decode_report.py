@@ -82,13 +82,14 @@ def test_stage_time_and_graphs_equal_plain_sql(built: Path, version: str, tmp_pa
         assert float(row["share_pct"]) == pytest.approx(ns * 100 / total_ns)
         for page in (docs / "index.md", docs / "index.zh.md"):
             cells = _page_rows(page, stage)
-            assert cells[1:4] == [f"{n:,d}", f"{ns / 1e6:,.3f}", f"{ns * 100 / total_ns:.1f}%"]
-            assert cells[6:] == [f"{graph_ns / 1e6:,.3f}", f"{graph_ns * 100 / ns:.1f}%", f"{replays:,d}"]
+            # ms and % in the headers; two decimals in the cells
+            assert cells[1:4] == [f"{n:,d}", f"{ns / 1e6:,.2f}", f"{ns * 100 / total_ns:.2f}"]
+            assert cells[6:] == [f"{graph_ns / 1e6:,.2f}", f"{graph_ns * 100 / ns:.2f}", f"{replays:,d}"]
     assert int(data["all"]["kernel_ns"]) == total_ns
     if version == "v2":  # every decode kernel ran inside one of 32 replays; prefill runs eagerly
         assert sql["decode"] == (26080, 69122884, 69122884, 32)
         assert sql["prefill"][2:] == (0, 0)
-        assert _page_rows(docs / "index.md", "decode")[6:] == ["69.123", "100.0%", "32"]
+        assert _page_rows(docs / "index.md", "decode")[6:] == ["69.12", "100.00", "32"]
     else:
         assert all(graph_ns == 0 and replays == 0 for _, _, graph_ns, replays in sql.values())
 
@@ -193,8 +194,8 @@ def test_did_it_get_faster_kernel_time_and_span_apart(built: Path, tmp_path: Pat
                                          if rel <= -KERNEL_THRESHOLD_PCT else "unchanged")
         assert row["span_verdict"] == ("faster" if span_rel <= -SPAN_THRESHOLD_PCT else "unchanged")
         line = next(ln for ln in page.splitlines() if ln.startswith(f"| {stage} |"))
-        assert f"| {before / 1e6:,.3f} ms | {after / 1e6:,.3f} ms | {rel:+.1f}% |" in line
-        assert f"| {span_before / 1e6:,.3f} ms | {span_after / 1e6:,.3f} ms | {span_rel:+.1f}% |" in line
+        assert f"| {before / 1e6:,.2f} | {after / 1e6:,.2f} | {rel:+.2f} |" in line
+        assert f"| {span_before / 1e6:,.2f} | {span_after / 1e6:,.2f} | {span_rel:+.2f} |" in line
     decode = rows["decode"]
     assert (round(float(decode["kernel_rel_pct"]), 1), round(float(decode["span_rel_pct"]), 1)) == (15.0, -89.4)
     assert (decode["kernel_verdict"], decode["span_verdict"]) == ("slower", "faster")

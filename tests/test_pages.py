@@ -102,14 +102,15 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
     counts = result.classification["counts"]
     assert sum(counts.values()) == len(result.ncu_metrics) > 0
     for cls, count in counts.items():
-        _row(text, f"| {t('classes.' + cls)} | {count} | ", n.pct(result.classification["percent"][cls], 1))
+        _row(text, f"| {t('classes.' + cls)} | {count} | {n.cell(result.classification['percent'][cls])} |")
     for key, value in result.classification["overall_means"].items():
         line = _row(text, f"| {t('metrics.' + key)} |")
-        assert line.endswith(f" {n.num(value)} |")
+        assert line.endswith(f" {n.cell(value)} |")
     for kernel in result.ncu_metrics.to_dict("records"):  # one row per kernel and stage
         stage = t("stages.all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
         _row(text, f"| {_name(kernel['friendly_name'], kernel['name'], n.unknown)} | {stage} | "
-                   f"{t('classes.' + kernel['class'])} |", n.pct(kernel["sm_throughput_pct"]), n.us(kernel["duration_ns"]))
+                   f"{t('classes.' + kernel['class'])} |", f"| {n.cell(kernel['sm_throughput_pct'])} |",
+             f"| {n.cell(kernel['duration_ns'] / 1e3)} | {n.int(kernel['launches'])} |")
 
 
 def test_missing_numbers_say_unknown(rendered) -> None:
@@ -143,8 +144,8 @@ def test_roofline_peaks_and_points(rendered) -> None:
     for point in result.roofline["physical"].to_dict("records"):
         datapath = translator("en")(f"datapaths.{point['datapath']}")
         _row(text, f"| {_name(point['friendly_name'], point['name'])} | {escape_text(point['stage'])} | ",
-             f"| {datapath} | ", n.si(point["flop"], "FLOP"), n.num(point["arithmetic_intensity"], 3),
-             n.si(point["achieved_flop_per_s"], "FLOP/s"))
+             f"| {datapath} | {n.cell(point['flop'] / 1e9)} | {n.cell(point['dram_bytes'] / 1e6)} | "
+             f"{n.cell(point['arithmetic_intensity'])} | {n.cell(point['achieved_flop_per_s'] / 1e12)} |")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -224,7 +225,7 @@ def test_comparison_page_for_a_second_version(tmp_path: Path) -> None:
     text = (tmp_path / "comparison.md").read_text(encoding="utf-8")
     profiled = len(result.ncu_metrics)
     label = "| Profiled kernels (one per stage) |"
-    assert _row(text, label).startswith(f"{label} {profiled} | {profiled} | +0 | +0.0% |")
+    assert _row(text, label).startswith(f"{label} {profiled} | {profiled} | +0 | +0.00 |")
     assert "**V1** to **V2**" in text
     zh = (tmp_path / "comparison.zh.md").read_text(encoding="utf-8")
     assert zh.startswith("# 版本对比")

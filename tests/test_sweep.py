@@ -270,7 +270,7 @@ def assert_page(src: Path, want: dict[str, dict[str, float]], baseline: str, par
             assert f"| {label} | {' | '.join(overhead)} |" in page, (lang, label)
             if label != baseline:
                 before, after = want[baseline]["gpu_time_ns"], want[label]["gpu_time_ns"]
-                change = f"{(after - before) / 1e6:+,.3f} | {(after - before) * 100 / before:+,.1f}% |"
+                change = f"{(after - before) / 1e6:+,.3f} | {(after - before) * 100 / before:+,.2f} |"  # % in the header
                 assert f"| {before / 1e6:,.3f} | {after / 1e6:,.3f} | {change}" in page, (lang, label)
         launch_bound = sum(row["idle_pct"] >= LAUNCH_BOUND_IDLE_PCT for row in want.values())
         assert page.count(bound) == launch_bound

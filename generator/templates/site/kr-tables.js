@@ -7,6 +7,7 @@
 //   number ("unknown") sort last either way. Other columns sort as text in the page's language.
 // - filtering (tables with more than FILTER_MIN_ROWS rows): a search box above the table keeps
 //   the rows whose text, or a kernel name's full name on hover, contains every typed word.
+// A table wider than the page's column scrolls inside its own box (see markWide).
 // The words (box label, header hint) come from the page: `.kr-table-words` data attributes,
 // rendered from the translation files.
 (function () {
@@ -106,6 +107,17 @@
     anchor.before(box);
   }
 
+  // Wide screens lay tables out in the page, so their header sticks while the page scrolls; a
+  // table still wider than the column scrolls inside its own box instead (class kr-wide).
+  function markWide() {
+    document.querySelectorAll(TABLES).forEach((table) => {
+      const box = table.closest(".md-typeset__scrollwrap");
+      if (!box) return;
+      box.classList.remove("kr-wide");
+      if (table.getBoundingClientRect().width > box.clientWidth + 1) box.classList.add("kr-wide");
+    });
+  }
+
   function setUp() {
     const text = words();
     document.querySelectorAll(TABLES).forEach((table) => {
@@ -115,7 +127,10 @@
       if (count > 1) makeSortable(table, text.sort);
       if (count > FILTER_MIN_ROWS) addFilter(table, text.filter);
     });
+    window.requestAnimationFrame(markWide);
   }
+
+  window.addEventListener("resize", markWide);
 
   if (window.document$ && typeof window.document$.subscribe === "function") {
     window.document$.subscribe(setUp);
