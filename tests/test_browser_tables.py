@@ -61,8 +61,11 @@ def _overflow(tab: Tab) -> dict:
         page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
         tables: [...document.querySelectorAll('article table')].map(t => {
             const box = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+            const row = t.tBodies[0] && t.tBodies[0].rows[0];
             return {table: t.getBoundingClientRect().width, box: box.clientWidth,
-                    scrolls: box.scrollWidth > box.clientWidth, overflowX: getComputedStyle(box).overflowX};
+                    scrolls: box.scrollWidth > box.clientWidth, overflowX: getComputedStyle(box).overflowX,
+                    // the header sits above the first row (it never covers rows of a table in view)
+                    covers: !!row && t.tHead.rows[0].cells[0].getBoundingClientRect().bottom > row.getBoundingClientRect().top + 1};
         }),
     })""")
 
@@ -82,6 +85,25 @@ def test_top_kernels_fit_at_1400_px(tab: Tab, served: Served, shots: Path, lang:
     assert align == "right"
     tab.page.screenshot(path=str(shots / f"top-kernels-{lang}-1400.png"), full_page=True)
     assert tab.problems == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_page_scrolls_sideways_at_1400_px(tab: Tab, served: Served, lang: str) -> None:
+    """A table wider than the column (the classification page's 15 columns) scrolls in its own box."""
+    tab.page.set_viewport_size({"width": 1400, "height": 900})
+    boxed = 0
+    for page in test_browser.PAGES:
+        _open(tab, served.url("v2", lang, page))
+        tab.page.wait_for_timeout(50)  # kr-tables.js measures the tables on the next frame
+        found = _overflow(tab)
+        assert found["page"] == 0, (page, found)
+        for table in found["tables"]:
+            assert table["table"] <= table["box"] + 1 or table["overflowX"] == "auto", (page, found)
+            assert not table["covers"], (page, found)
+            boxed += table["table"] > table["box"] + 1
+    assert tab.problems == []
+    if lang == "en":
+        assert boxed >= 1  # the classification kernel table
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
