@@ -21,7 +21,7 @@ _ANON = re.compile(r"\(anonymous namespace\)|(?<!\w)<unnamed>|(?<!\w)unnamed>(?=
 _LAMBDA_NSYS = re.compile(r"\[?lambda\((.*?)\) \(instance (\d+)\)\]")
 _LAMBDA_GCC = re.compile(r"\{lambda\((.*?)\)#(\d+)\}")
 #: a C-style cast of a literal: `(int)4`, `(unsigned long)2`, `(cute::SM90::GMMA::Major)0`
-_CAST = re.compile(r"\((?:[A-Za-z_][\w:]*\s*)+\)\s*(?=[-\d])")
+_CAST = re.compile(r"\([A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*\s*\)\s*(?=[-\d])")  # words apart: no backtracking blow-up
 _INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _SCOPES = re.compile(r"(?:[A-Za-z_]\w*::)+")
 _OPEN, _CLOSE = "<([{", ">)]}"
