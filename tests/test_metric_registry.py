@@ -39,7 +39,9 @@ print(json.dumps(sorted(result.ncu_metrics["registers_per_thread"].dropna() * 1e
 
 
 def _labels(lang: str) -> dict[str, str]:
-    return yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))["metrics"]
+    """The glossary's metric words in ``lang`` (a language without its own word reads the English)."""
+    metrics = yaml.safe_load((TEMPLATES / "glossary.yaml").read_text(encoding="utf-8"))["metrics"]
+    return {key: entry.get(lang, entry["en"]) for key, entry in metrics.items()}
 
 
 def test_every_display_metric_shows_a_canonical_metric_with_words_in_every_language() -> None:
@@ -62,11 +64,10 @@ def test_pages_charts_and_gate_take_their_metrics_from_the_registry() -> None:
 def test_a_new_histogram_is_one_registry_row_and_its_words(tmp_path: Path) -> None:
     templates = tmp_path / "templates"
     shutil.copytree(TEMPLATES, templates)
-    for lang, label in (("en", "Registers per thread (thousands)"), ("zh", "每线程寄存器（千）")):
-        path = templates / "i18n" / f"{lang}.yaml"
-        words = yaml.safe_load(path.read_text(encoding="utf-8"))
-        words["metrics"]["registers_k"] = label
-        path.write_text(yaml.safe_dump(words, allow_unicode=True), encoding="utf-8")
+    path = templates / "glossary.yaml"
+    words = yaml.safe_load(path.read_text(encoding="utf-8"))
+    words["metrics"]["registers_k"] = {"en": "Registers per thread (thousands)", "zh": "每线程寄存器（千）"}
+    path.write_text(yaml.safe_dump(words, allow_unicode=True), encoding="utf-8")
     docs = tmp_path / "docs"
     done = subprocess.run([sys.executable, "-c", ADD_METRIC, str(templates), str(ROOT / "tests"), str(docs)],
                           cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})

@@ -27,7 +27,7 @@ FONT = FONTS / "wqy-microhei-subset.ttf"
 #: those it was asked for that its source font lacks (second line)
 FONT_CHARS = FONTS / "wqy-microhei-subset.chars.txt"
 #: one text mark: laying it out loads the font database
-_PROBE = {"data": {"values": [{}]}, "mark": "text", "encoding": {"text": {"value": "字 x"}}}
+_PROBE = {"data": {"values": [{}]}, "mark": "text", "encoding": {"text": {"value": "\u5b57 x"}}}
 
 
 def template_characters() -> set[str]:
