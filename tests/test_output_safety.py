@@ -184,8 +184,8 @@ def mkdocs(*args, **kwargs):
 output_dirs.swap_in, output_dirs._exchange, output_dirs.os.rename = swap_in, exchange, rename
 output_dirs.shutil.rmtree = rmtree
 if point == "during mkdocs":
-    import generator.pipeline.build as build
-    build.build_version_site = mkdocs
+    import generator.pipeline.mkdocs_site as mkdocs_site  # build.py imports it when it builds
+    mkdocs_site.build_version_site = mkdocs
 sys.exit(main(sys.argv[3:]))
 """
 
