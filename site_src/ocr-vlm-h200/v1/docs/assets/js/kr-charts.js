@@ -1,5 +1,5 @@
-import "./vega-bundle.js";
-
+(function () {
+"use strict";
 const CHARTS = "div.kr-chart[data-spec-ref]";
 
 async function draw(div) {
@@ -31,3 +31,4 @@ if (window.document$ && typeof window.document$.subscribe === "function") {
 } else {
   drawAll();
 }
+})();
