@@ -295,11 +295,12 @@ def test_inspect_prints_no_terminal_escapes(tmp_path: Path) -> None:
     escaped = tmp_path / "\x1b]0;title\x07name.csv"
     escaped.write_text("not a profile\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, "-m", "generator", "inspect", str(sqlite), str(escaped)], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2  # the second file is not a profile
+    for full in ([], ["--full"]):  # friendly names, then the profiler's names
+        done = subprocess.run([sys.executable, "-m", "generator", "inspect", *full, str(sqlite), str(escaped)],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2  # the second file is not a profile
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", done.stdout + done.stderr)
     assert "\ufffd[2J" in done.stdout and "=HYPERLINK" in done.stdout  # the names, shown harmlessly
-    assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", done.stdout + done.stderr)
 
 
 def test_output_targets_never_lose_files(long_mode: bool, tmp_path: Path) -> None:

@@ -121,7 +121,7 @@ def test_comparison_page_states_the_gpu_change_and_qualifies_verdicts(built) -> 
     assert "slower" in verdicts  # decode kernel time, as measured: the numbers stay
     decode = next(ln for ln in en.splitlines() if ln.startswith("| decode |"))
     rel = speed.at["decode", "kernel_rel_pct"]
-    assert f"| {rel:+.1f}% | {speed.at['decode', 'kernel_verdict']}, on another GPU |" in decode
+    assert f"| {rel:+.2f} | {speed.at['decode', 'kernel_verdict']}, on another GPU |" in decode  # relative change (%)
     for word in ("faster", "slower"):  # no bare verdict cell: each one names the other GPU
         assert f"| {word} |" not in en
     assert "| 变慢，GPU 不同 |" in next(ln for ln in zh.splitlines() if ln.startswith("| decode |"))

@@ -236,7 +236,7 @@ def compare_modules(previous: ModulesResult, current: ModulesResult) -> pd.DataF
         whole = delta.get(parent, 0)
         if whole and change * whole > 0 and abs(change) >= CARRIED_SHARE * abs(whole):
             carried.add(parent)
-    frame = frame[[(s, k) not in carried for s, k in zip(frame["stage"], frame["key"])]]
+    frame = frame.loc[[(s, k) not in carried for s, k in zip(frame["stage"], frame["key"])]]
     order = frame["delta_ns"].abs()
     return frame.assign(_o=-order).sort_values(["_o", "stage", "key"]).drop(columns="_o").reset_index(drop=True)
 

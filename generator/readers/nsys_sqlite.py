@@ -181,7 +181,8 @@ def _open(path: str | Path) -> Iterator[_Capture]:
                 if cap is not None and cap._columnar is not None:
                     cap._columnar.close()
     except (sqlite3.DatabaseError, duckdb.Error, adbc_driver_manager.Error) as exc:
-        raise InputError(path, f"unreadable nsys SQLite export ({exc})") from None
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # DuckDB adds the query below
+        raise InputError(path, f"unreadable nsys SQLite export ({first})") from None
 
 
 _INDEX_LIMIT = 2 ** 62  # no capture has more ranges; larger numbers would not fit SQLite's INTEGER
