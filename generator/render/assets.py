@@ -5,7 +5,8 @@ vega-embed with every dependency; no CDN), wrapped in a function so that its top
 its own; it sets ``window.vegaEmbed``. ``assets/js/kr-charts.js`` finds every
 ``div.kr-chart[data-spec-ref]``, reads the spec from the referenced ``<script
 type="application/json">`` and embeds it as SVG; the static SVG inside the div is removed once the
-chart is drawn. It runs again on Material's instant navigation (``document$``). Both are classic
+chart is drawn (``generator/templates/site/kr-charts.js``, copied as it is). It runs again on
+Material's instant navigation (``document$``). Both are classic
 scripts, loaded in that order (``extra_javascript``): browsers refuse ES modules on pages opened
 from disk (``file://``), classic scripts they run.
 """
@@ -23,47 +24,11 @@ from generator.resources import TEMPLATES
 JS_DIR = Path("assets") / "js"
 BUNDLE = JS_DIR / "vega-bundle.js"
 CHARTS = JS_DIR / "kr-charts.js"
-#: the tables' sorting and filtering, and the site's table, chart and print styles: files of
-#: generator/templates/site/ copied as they are (kr-tables.js is a classic script too)
+#: the tables' sorting and filtering, and the site's table, chart and print styles
 TABLES_JS = JS_DIR / "kr-tables.js"
 TABLES_CSS = Path("assets") / "css" / "kr-tables.css"
-
-KR_CHARTS_JS = """\
-(function () {
-"use strict";
-const CHARTS = "div.kr-chart[data-spec-ref]";
-
-async function draw(div) {
-  const holder = document.getElementById(div.dataset.specRef);
-  if (!holder || div.dataset.krState) return;
-  div.dataset.krState = "drawing";
-  const fallback = Array.from(div.children);
-  const target = document.createElement("div");
-  div.append(target);
-  try {
-    await window.vegaEmbed(target, JSON.parse(holder.textContent), {renderer: "svg", actions: false});
-    fallback.forEach((node) => node.remove());
-    div.dataset.krState = "drawn";
-  } catch (error) {
-    target.remove();
-    div.dataset.krState = "failed";
-    console.error("kr-charts: " + div.id + ": " + error);
-  }
-}
-
-function drawAll() {
-  document.querySelectorAll(CHARTS).forEach(draw);
-}
-
-if (window.document$ && typeof window.document$.subscribe === "function") {
-  window.document$.subscribe(drawAll);
-} else if (document.readyState === "loading") {
-  document.addEventListener("DOMContentLoaded", drawAll);
-} else {
-  drawAll();
-}
-})();
-"""
+#: the site's own scripts and styles: files of generator/templates/site/ copied as they are
+SITE_FILES = (CHARTS, TABLES_JS, TABLES_CSS)
 
 
 def _cache_file() -> Path:
@@ -99,7 +64,6 @@ def write_assets(docs_dir: Path) -> None:
     kr-tables.css under ``docs_dir/assets/css/``."""
     (docs_dir / JS_DIR).mkdir(parents=True, exist_ok=True)
     (docs_dir / BUNDLE).write_text(f'(function () {{\n"use strict";\n{vega_bundle()}\n}})();\n', encoding="utf-8")
-    (docs_dir / CHARTS).write_text(KR_CHARTS_JS, encoding="utf-8")
-    for asset in (TABLES_JS, TABLES_CSS):
+    for asset in SITE_FILES:
         (docs_dir / asset).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(TEMPLATES / "site" / asset.name, docs_dir / asset)

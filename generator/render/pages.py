@@ -68,17 +68,21 @@ CHANGE_ROWS_MAX = 15
 TABLE_ROW = re.compile(r"^\|(?: *:?-+:? *\|)+ *$", re.MULTILINE)
 
 
+def _ordered_pages(comparison: bool, sweep: bool) -> list[str]:
+    """Page stems in navigation order: the comparison page and the sweep page where there are ones."""
+    pages = [p for p in PAGES if p != "comparison" or comparison]
+    return pages[:1] + [SWEEP_PAGE] + pages[1:] if sweep else pages
+
+
 def page_names(result: VersionResult) -> list[str]:
     """The version's page stems in navigation order."""
-    pages = [p for p in PAGES if p != "comparison" or result.comparison]
-    return pages[:1] + [SWEEP_PAGE] + pages[1:] if result.sweep is not None else pages
+    return _ordered_pages(bool(result.comparison), result.sweep is not None)
 
 
 def latest_page_names(meta: ReportMeta) -> list[str]:
     """The page stems of the report's latest version, known before it is analyzed (it compares with
     the version before it when there is one)."""
-    pages = [p for p in PAGES if p != "comparison" or len(meta.versions) > 1]
-    return pages[:1] + [SWEEP_PAGE] + pages[1:] if meta.latest.sweep else pages
+    return _ordered_pages(len(meta.versions) > 1, meta.latest.sweep)
 
 
 def page_file(page: str, lang: str, default_lang: str) -> str:

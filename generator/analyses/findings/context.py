@@ -65,6 +65,13 @@ class FindingInputs:
             return k
         return k[k["stage"] == stage].sort_values("total_ns", ascending=False, kind="stable")
 
+    @property
+    def timed_kernels(self) -> pd.DataFrame:
+        """The ncu kernels nsys timed in their stage (stage time and launches known): the ones a
+        finding can quote a cost for (an ncu-only version has none)."""
+        k = self.kernels
+        return k[k["total_ns"].notna() & k["count"].notna()] if len(k) else k
+
     def measured_stages(self) -> list[str]:
         """Stages at or above MIN_STAGE_SHARE_PCT of all GPU time."""
         total = self.total_ns

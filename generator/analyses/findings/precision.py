@@ -18,15 +18,14 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
     """Tensor-capable kernels of a half-precision model that compute (FLOP/byte at or above the FP32
     ridge) in FP32 with no tensor FLOP: bound = their time × (1 − FP32 peak / tensor peak) (the same work at the tensor roof)."""
     dtype = str(inputs.params.get("dtype") or "").lower()
-    k = inputs.kernels
+    k = inputs.timed_kernels
     if dtype not in HALF_DTYPES or not len(k):
         return []
     fp32 = pd.to_numeric(k["flop_fp32"], errors="coerce").fillna(0.0)
     tensor = pd.to_numeric(k["flop_tensor"], errors="coerce").fillna(0.0)
     ridge = inputs.peaks.ridge("fp32") or 0.0  # below it the kernel moves data (e.g. a split-K reduce)
     ai = pd.to_numeric(k["arithmetic_intensity"], errors="coerce").fillna(0.0)
-    timed = k["total_ns"].notna() & k["count"].notna()  # the time it costs comes from nsys
-    hit = k[timed & k["category"].isin(TENSOR_CAPABLE) & (fp32 > 0) & (tensor == 0) & (ai >= ridge)]
+    hit = k[k["category"].isin(TENSOR_CAPABLE) & (fp32 > 0) & (tensor == 0) & (ai >= ridge)]
     peak32, peak_tc = inputs.peaks.flop_per_s.get("fp32"), inputs.peaks.flop_per_s.get("tensor")
     found = []
     for _, row in hit.sort_values("total_ns", ascending=False).iterrows():
@@ -56,11 +55,11 @@ def kernel_arch(name: str) -> int | None:
 def old_arch(inputs: FindingInputs) -> list[Finding]:
     """Profiled kernels whose name names an older architecture than the GPU's (sm80 code on sm90)."""
     gpu = inputs.gpu_arch
-    k = inputs.kernels
+    k = inputs.timed_kernels
     if gpu is None or not len(k):
         return []
     arch = k["name"].map(kernel_arch)
-    hit = k[arch.notna() & (arch < gpu) & k["total_ns"].notna() & k["count"].notna()]
+    hit = k[arch.notna() & (arch < gpu)]
     found = []
     for _, row in hit.sort_values("total_ns", ascending=False).iterrows():
         stage_ns = inputs.stage_ns(row["stage"])
