@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -147,14 +148,20 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def tab(browser, served: Served) -> Iterator[Tab]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def _watched_page(context) -> tuple[Any, list[str]]:
+    """A new page of ``context`` and the list its page errors, console errors and warnings go to."""
     page = context.new_page()
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
             if msg.type in ("error", "warning") else None)
+    return page, problems
+
+
+@pytest.fixture
+def tab(browser, served: Served) -> Iterator[Tab]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page, problems = _watched_page(context)
     page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
 
     def route(request_route) -> None:
@@ -265,11 +272,7 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def disk_tab(browser) -> Iterator[Tab]:
     """A tab for pages opened from disk (file://): errors and warnings collected, any other request aborted."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-            if msg.type in ("error", "warning") else None)
+    page, problems = _watched_page(context)
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://")
                else (problems.append(f"outside: {r.request.url}"), r.abort()))
