@@ -23,16 +23,17 @@ from rich.progress import Progress
 
 from generator import output_dirs
 from generator.analyses.chart_notes import with_sweep_note
-from generator.analyses.result import VersionResult
+from generator.analyses.result import SweepResult, VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.errors import InputError
 from generator.languages import LANGS
-from generator.model import ReportMeta
+from generator.model import ReportMeta, VersionInputs
 from generator.pipeline.build_cache import BuildCache, default_root
 from generator.pipeline.config import ReportConfig, VersionConfig, load_report, report_meta
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
 from generator.pipeline.version_reuse import VersionReuse, version_key
+from generator.pipeline.workers import run_side_by_side
 from generator.render.site import write_mkdocs_config, write_report_index, write_version_index
 
 
@@ -61,9 +62,8 @@ def build_site(
     ``cache`` holds parsed inputs between builds (default: :func:`build_cache.default_root`) and
     the records of which versions' pages can be kept as they are.
 
-    Versions are built in order: each version's analysis compares with the one before. (Worker
-    processes were tried: on two CPUs their start-up — imports, the vega bundle, jieba's
-    dictionary — cost more than they saved.)
+    Each version's analysis compares with the one before; reading and rendering run side by side
+    (:func:`_build_report`).
     """
     langs = langs or list(LANGS)
     jobs = _jobs(report_files)
@@ -85,12 +85,11 @@ def build_site(
         tmp_src = {job.config.id: stack.enter_context(output_dirs.staging(src / job.config.id)) for job in jobs}
         if cache is None:
             cache = BuildCache(default_root())
-        inputs_cache = stack.enter_context(InputCache(cache))
         reuse = VersionReuse(cache.root)
         for job in jobs:
             base_url = f"{site_url.rstrip('/')}/{job.prefix}" if site_url else None
             meta = report_meta(job.config, base_url, langs)
-            _build_report(job, meta, inputs_cache, reuse, (tmp_out / job.prefix, tmp_src[job.config.id]),
+            _build_report(job, meta, cache, reuse, (tmp_out / job.prefix, tmp_src[job.config.id]),
                           (out / job.prefix, src / job.config.id), step)
         if len(jobs) > 1:  # else the report's own index.html (written into out/) is the site's
             write_report_index(tmp_out, [(job.prefix, job.config.title.model_dump()) for job in jobs], langs[0])
@@ -109,42 +108,92 @@ def _jobs(report_files: list[Path]) -> list[ReportJob]:
     return [ReportJob(path, config, prefix(config)) for path, config in configs]
 
 
-def _build_report(job: ReportJob, meta: ReportMeta, cache: InputCache, reuse: VersionReuse,
+def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: VersionReuse,
                   staged: tuple[Path, Path], built: tuple[Path, Path], step: Callable[[str], None]) -> None:
-    """Every version of one report into the ``staged`` (site, Markdown) folders; a version whose key
-    is unchanged is copied from the ``built`` ones of the last build (:mod:`.version_reuse`). Its
-    analysis is then only run when the next version compares with it."""
+    """Every version of one report into the ``staged`` (site, Markdown) folders.
+
+    A version whose key is unchanged is copied from the ``built`` ones of the last build
+    (:mod:`.version_reuse`). The others, and the versions before them (each analysis compares
+    with the one before), are read side by side (:mod:`.workers`; versions that share an input
+    file are read by one worker, so each file is read once), analysed here in order, then
+    rendered and built side by side.
+    """
     config = job.config
     settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
                                 margin=config.classification.margin, peaks=config.gpu.as_settings())
     out, src = staged
-    previous: Callable[[], VersionResult | None] = lambda: None  # noqa: E731
-    key = None
-    for index, version in enumerate(config.versions):
-        key = version_key(meta, job.path, version, index, key) if reuse.root is not None else None
-
-        @functools.cache
-        def result(version: VersionConfig = version, index: int = index,
-                   before: Callable[[], VersionResult | None] = previous) -> VersionResult:
-            step(f"{config.id}/{version.id}: reading inputs")
-            inputs, sweep = sweep_version(version, cache, job.path, index)
-            step(f"{config.id}/{version.id}: analyzing")
-            analysis = analyze_version(version.id, inputs, settings, before())
-            if sweep is None:
-                return analysis
-            notes = with_sweep_note(analysis.values.get("chart_notes", {}), sweep.configs)  # known only now
-            return dataclasses.replace(analysis, sweep=sweep, values={**analysis.values, "chart_notes": notes})
-
-        previous = result
-        trees = (out / version.id, src / version.id)
-        if reuse.restore(key, (built[0] / version.id, built[1] / version.id), trees):
-            step(f"{config.id}/{version.id}: unchanged, kept")
-            continue
-        analysis = result()
-        step(f"{config.id}/{version.id}: rendering and building")
-        render_and_build(analysis, meta, job.path, src / version.id, out / version.id)
-        reuse.remember(key, trees)
+    versions = config.versions
+    keys: list[str | None] = []
+    for index, version in enumerate(versions):
+        keys.append(version_key(meta, job.path, version, index, keys[-1] if keys else None)
+                    if reuse.root is not None else None)
+    trees = [(out / v.id, src / v.id) for v in versions]
+    kept = [reuse.restore(key, (built[0] / v.id, built[1] / v.id), tree)
+            for v, key, tree in zip(versions, keys, trees)]
+    for version in (v for v, k in zip(versions, kept) if k):
+        step(f"{config.id}/{version.id}: unchanged, kept")
+    rebuilt = [i for i, k in enumerate(kept) if not k]
+    if rebuilt:
+        read = _read_versions(job, store, range(max(rebuilt) + 1), step)
+        results: list[VersionResult] = []
+        for index, (inputs, sweep) in enumerate(read):
+            step(f"{config.id}/{versions[index].id}: analyzing")
+            results.append(_analysis(versions[index].id, inputs, sweep, settings, results[-1] if results else None))
+        run_side_by_side(
+            [functools.partial(render_and_build, results[i], meta, job.path, trees[i][1], trees[i][0]) for i in rebuilt],
+            lambda n: step(f"{config.id}/{versions[rebuilt[n]].id}: rendered and built"))
+        for i in rebuilt:
+            reuse.remember(keys[i], trees[i])
     write_version_index(meta, out)
+
+
+def _read_versions(job: ReportJob, store: BuildCache, indices: range,
+                   step: Callable[[str], None]) -> list[tuple[VersionInputs, SweepResult | None]]:
+    """The inputs (and sweep) of ``versions[i]`` for each of ``indices``, read side by side."""
+    versions = job.config.versions
+    groups = _sharing_groups([_input_files(versions[i]) for i in indices])
+
+    def read(group: list[int]) -> tuple[list[tuple[VersionInputs, SweepResult | None]], tuple[int, int]]:
+        counts = store.hits, store.misses
+        with InputCache(store) as cache:
+            values = [sweep_version(versions[i], cache, job.path, i) for i in group]
+        read_counts = store.hits - counts[0], store.misses - counts[1]
+        store.hits, store.misses = counts  # counted where the values arrive: here or in the parent
+        return values, read_counts
+
+    done = run_side_by_side(
+        [functools.partial(read, group) for group in groups],
+        lambda n: [step(f"{job.config.id}/{versions[i].id}: inputs read") for i in groups[n]])
+    for _, (hits, misses) in done:
+        store.hits += hits
+        store.misses += misses
+    by_index = {i: value for group, (values, _) in zip(groups, done) for i, value in zip(group, values)}
+    return [by_index[i] for i in indices]
+
+
+def _input_files(version: VersionConfig) -> set[Path]:
+    parts = [version, *version.sweep]
+    return {path.resolve() for part in parts for path in [*part.runs, *part.inputs.paths()]}
+
+
+def _sharing_groups(files: list[set[Path]]) -> list[list[int]]:
+    """Indices of ``files`` grouped so that sets sharing a path (directly or through others) are
+    in one group; groups in order of their first index."""
+    groups: list[tuple[set[Path], list[int]]] = []
+    for index, paths in enumerate(files):
+        joined = [g for g in groups if g[0] & paths]
+        merged = (set(paths).union(*(g[0] for g in joined)), sorted([index, *(i for g in joined for i in g[1])]))
+        groups = [g for g in groups if g not in joined] + [merged]
+    return [members for _, members in sorted(groups, key=lambda g: g[1][0])]
+
+
+def _analysis(version_id: str, inputs: VersionInputs, sweep: SweepResult | None, settings: AnalysisSettings,
+              before: VersionResult | None) -> VersionResult:
+    analysis = analyze_version(version_id, inputs, settings, before)
+    if sweep is None:
+        return analysis
+    notes = with_sweep_note(analysis.values.get("chart_notes", {}), sweep.configs)  # known only now
+    return dataclasses.replace(analysis, sweep=sweep, values={**analysis.values, "chart_notes": notes})
 
 
 def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path, version_src: Path,
