@@ -9,7 +9,8 @@ plain query must give the same numbers (stddev: the largest relative difference 
 floor is the bare scan of the same table in SQLite (``count(*), sum(end - start)``), the least any
 reader that goes through SQLite pays. Ours reads a file once it passes ``PRAGMA quick_check``, which
 runs beside the summary on the second core; the check alone and the summary of a file already
-checked (a second call in one process) are timed too, since ours costs about the larger of the two.
+checked (a second call in one process) are timed too: ours costs about the larger of the two when
+the second core is free, their sum when another process holds it.
 The database is deleted afterwards.
 Targets: ours ≤ 0.1× plain, ≤ 3× the floor, peak RSS ≤ 256 MiB.
 """
