@@ -105,7 +105,7 @@ def test_raw_csv_joins_as_the_report(run):
     path = RUNS / run
     with InputCache() as cache:
         stages = tuple(manifest_stages(path, load_manifest(path)))
-        staged = cache.stage_summaries(path / "nsys" / "report.sqlite.xz", stages)
+        staged = cache.stages(path / "nsys" / "report.sqlite.xz", stages).summary
         summary = pd.concat([measured_union(staged), staged], ignore_index=True)
         joined = [attach_stage_time(read_once(path / "ncu" / f).kernel_metrics, summary)
                   for f in ("report.ncu-rep.xz", "raw.csv.xz")]
@@ -176,7 +176,7 @@ def test_function_names_join_only_where_unique():
     path = RUNS / "ocr-vlm-eager"
     with InputCache() as cache:
         stages = tuple(manifest_stages(path, load_manifest(path)))
-        staged = cache.stage_summaries(path / "nsys" / "report.sqlite.xz", stages)
+        staged = cache.stages(path / "nsys" / "report.sqlite.xz", stages).summary
     summary = pd.concat([measured_union(staged), staged], ignore_index=True)
     full = attach_stage_time(read_once(path / "ncu" / "report.ncu-rep.xz").kernel_metrics, summary)
     short = attach_stage_time(full.assign(name=full["short_name"]), summary)

@@ -26,7 +26,7 @@ MEAN_KEYS = {"sm_throughput_pct", "dram_throughput_pct", "memory_throughput_pct"
 def h200_inputs(*ncu: str) -> VersionInputs:
     with InputCache() as cache:
         sqlite = H200 / "small_vlm.nsys.sqlite.xz"
-        summary = cache.stage_summaries(sqlite, STAGES)
+        summary = cache.stages(sqlite, STAGES).summary
         datasets = [cache.read(H200 / name) for name in ncu]
         nsys = cache.read(sqlite)
     metrics = [d.kernel_metrics for d in datasets]

@@ -1,8 +1,8 @@
 """A content-addressed cache of parsed inputs, so an unchanged input is never parsed twice.
 
-An entry is what one reader call returned (a Dataset, a stage summary, …) for one file: a folder
-``<key>/`` with ``meta.json`` (the key, the small values: provenance, devices, dicts) and one
-Parquet file per table, written by DuckDB. The key is a sha256 over the input file's bytes and
+An entry is what one reader call returned (a Dataset, a stage summary, an nsys export's stages
+read in one pass, …) for one file: a folder ``<key>/`` with ``meta.json`` (the key, the small
+values: provenance, devices, dicts) and one Parquet file per table, written by DuckDB. The key is a sha256 over the input file's bytes and
 path, the call and its arguments, the source of every module that reads inputs and the versions
 of the libraries they use — an edited input, reader or library never meets an old entry.
 
@@ -34,6 +34,7 @@ import platformdirs
 
 import generator
 from generator.model import Dataset, GpuInfo, Provenance
+from generator.readers.nsys_sqlite import StageReading
 
 FORMAT = "kernel-report-input-cache/1"
 DEFAULT_MAX_BYTES = 1 << 30
@@ -44,7 +45,7 @@ LIBRARIES = ("pandas", "numpy", "duckdb", "adbc-driver-sqlite", "adbc-driver-man
              "cpp-demangle")
 _TABLES = tuple(f.name for f in dataclasses.fields(Dataset) if f.name not in ("provenance", "gpus"))
 
-Value = Dataset | pd.DataFrame | dict
+Value = Dataset | StageReading | pd.DataFrame | dict
 
 
 @cache
@@ -172,6 +173,10 @@ def _dump(folder: Path, key: str, value: Value) -> None:
         meta = {"type": "dataset", "provenance": dataclasses.asdict(value.provenance),
                 "gpus": [dataclasses.asdict(g) for g in value.gpus]}
         tables = {name: getattr(value, name) for name in _TABLES if getattr(value, name) is not None}
+    elif isinstance(value, StageReading):
+        fields = value._asdict()
+        tables = {name: v for name, v in fields.items() if isinstance(v, pd.DataFrame)}
+        meta = {"type": "stages", "values": {name: v for name, v in fields.items() if name not in tables}}
     elif isinstance(value, pd.DataFrame):
         meta, tables = {"type": "frame"}, {"frame": value}
     else:
@@ -208,6 +213,8 @@ def _load(folder: Path, key: str) -> Value:
         return tables["frame"]
     if meta["type"] == "json":
         return meta["value"]
+    if meta["type"] == "stages":
+        return StageReading(**meta["values"], **tables)
     provenance = meta["provenance"]
     provenance["notes"] = tuple(provenance["notes"])
     return Dataset(provenance=Provenance(**provenance), gpus=[GpuInfo(**g) for g in meta["gpus"]], **tables)
@@ -218,6 +225,9 @@ def _same(a: Value, b: Value) -> bool:
     if isinstance(a, Dataset) and isinstance(b, Dataset):
         return (a.provenance == b.provenance and a.gpus == b.gpus
                 and all(_same_table(getattr(a, n), getattr(b, n)) for n in _TABLES))
+    if isinstance(a, StageReading) and isinstance(b, StageReading):
+        return all(_same_table(x, y) if isinstance(x, pd.DataFrame) or isinstance(y, pd.DataFrame)
+                   else type(x) is type(y) and json.dumps(x) == json.dumps(y) for x, y in zip(a, b))
     if isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame):
         return _same_table(a, b)
     return type(a) is type(b) and json.dumps(a) == json.dumps(b)

@@ -40,19 +40,14 @@ from generator.readers import read
 from generator.readers.base import naming, read_from
 from generator.readers.inflate import decompress_xz
 from generator.readers.ncu_rep import kernel_metrics_frame
-from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS, ModuleAttribution
-from generator.readers.nsys_sqlite import graph_summary as nsys_graph_summary
-from generator.readers.nsys_sqlite import kernel_summary as nsys_kernel_summary
-from generator.readers.nsys_sqlite import module_kernels as nsys_module_kernels
-from generator.readers.nsys_sqlite import stage_instances as nsys_stage_instances
-from generator.readers.nsys_sqlite import stage_timeline as nsys_stage_timeline
+from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS, ModuleAttribution, StageReading, read_stages
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
 
 
 class InputCache:
-    """Reads each file once per build: datasets by (path, stage), stage summaries by (path, stages).
+    """Reads each file once per build: datasets by (path, stage), nsys stages by (path, stages).
 
     ``.xz`` files are decompressed once into a temporary folder (removed on exit); provenance and
     errors still name the file the report gave. What ``store`` holds is not read again. Use as a
@@ -64,7 +59,7 @@ class InputCache:
         self._tmp = tempfile.TemporaryDirectory(prefix="kernel-report-inputs-")
         self._plain: dict[Path, Path] = {}
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
-        self._summaries: dict[tuple[Path, tuple[str, ...]], pd.DataFrame] = {}
+        self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}
 
     def __enter__(self) -> InputCache:
         return self
@@ -79,32 +74,14 @@ class InputCache:
             self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         return self._datasets[key]
 
-    def stage_summaries(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
-        """Kernel summaries of an nsys SQLite export for each of ``stages`` (ALL_STAGES included)."""
+    def stages(self, path: Path, stages: tuple[str, ...]) -> StageReading:
+        """Kernel summaries, range instances, CUDA graph and timeline figures and module attribution of
+        ``stages`` (ALL_STAGES included) of an nsys SQLite export, read in one pass (nsys_sqlite.read_stages)."""
         key = (path.resolve(), stages)
-        if key not in self._summaries:
-            self._summaries[key] = self.store.get(path, "kernel_summary", list(stages), lambda: self._on_plain(
-                path, lambda plain: nsys_kernel_summary(plain, list(stages))))
-        return self._summaries[key]
-
-    def stage_instances(self, path: Path, stages: tuple[str, ...]) -> dict[str, dict]:
-        """Which NVTX range instances each stage of an nsys SQLite export counts (nsys_sqlite.stage_instances)."""
-        return self.store.get(path, "stage_instances", list(stages), lambda: self._on_plain(
-            path, lambda plain: nsys_stage_instances(plain, list(stages))))
-
-    def graph_summary(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
-        """What ran inside CUDA graphs per stage of an nsys SQLite export (nsys_sqlite.graph_summary)."""
-        return self.store.get(path, "graph_summary", list(stages), lambda: self._on_plain(
-            path, lambda plain: nsys_graph_summary(plain, list(stages))))
-
-    def stage_timeline(self, path: Path, stages: tuple[str, ...]) -> pd.DataFrame:
-        """GPU timeline figures of an nsys SQLite export per stage (nsys_sqlite.stage_timeline)."""
-        return self.store.get(path, "stage_timeline", list(stages), lambda: self._on_plain(
-            path, lambda plain: nsys_stage_timeline(plain, list(stages))))
-
-    def module_kernels(self, path: Path, stages: tuple[str, ...]) -> ModuleAttribution:
-        """Kernel → module attribution of an nsys SQLite export per stage (nsys_sqlite.module_kernels)."""
-        return self._on_plain(path, lambda plain: nsys_module_kernels(plain, list(stages)))
+        if key not in self._stages:
+            self._stages[key] = self.store.get(path, "read_stages", list(stages), lambda: self._on_plain(
+                path, lambda plain: read_stages(plain, list(stages))))
+        return self._stages[key]
 
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
@@ -204,17 +181,17 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         sqlite = first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
         nsys = cache.read(sqlite)
         stages = tuple(manifest_stages(run, manifest))
+        reading = cache.stages(sqlite, stages or (ALL_STAGES,))  # no stages: the whole capture is the measured work
         if stages:
-            staged = cache.stage_summaries(sqlite, stages)
-            summaries += [measured_union(staged), staged]
-            sources.update(cache.stage_instances(sqlite, stages))
+            summaries += [measured_union(reading.summary), reading.summary]
+            sources.update(reading.instances)
             sources[ALL_STAGES] = {"union": list(stages)}
-            modules.append(cache.module_kernels(sqlite, stages))
-            timelines.append(cache.stage_timeline(sqlite, stages))
-        else:  # a workload without stages: the whole capture is the measured work
-            summaries.append(cache.stage_summaries(sqlite, (ALL_STAGES,)))
-        graphs.append(cache.graph_summary(sqlite, stages or (ALL_STAGES,)))
-        spans.append(cache.stage_timeline(sqlite, stages or (ALL_STAGES,)))
+            modules.append(reading.modules)
+            timelines.append(reading.timeline)
+        else:
+            summaries.append(reading.summary)
+        graphs.append(reading.graphs)
+        spans.append(reading.timeline)
         others.append(nsys)
         metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
         for suffix in NCU_PASSES[1:]:  # a retry pass over kernels the first one missed, when there was one
@@ -227,11 +204,12 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(dataset.kernel_summary)
             others.append(dataset)
             if dataset.provenance.format == "nsys-sqlite":
-                graphs.append(cache.graph_summary(path, (entry.stage or ALL_STAGES,)))
-                spans.append(cache.stage_timeline(path, (entry.stage or ALL_STAGES,)))
+                reading = cache.stages(path, (entry.stage or ALL_STAGES,))
+                graphs.append(reading.graphs)
+                spans.append(reading.timeline)
             if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
-                sources.update(cache.stage_instances(path, (entry.stage,)))
-                modules.append(cache.module_kernels(path, (entry.stage,)))
+                sources.update(reading.instances)
+                modules.append(reading.modules)
             elif entry.stage is not None:
                 sources[entry.stage] = {"file": path.name}
     for entry in version.inputs.ncu:

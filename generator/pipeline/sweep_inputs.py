@@ -44,7 +44,7 @@ def _timeline(point: SweepPoint, stages: tuple[str, ...], cache: InputCache) -> 
         for path in entry.path.paths:
             if stage in stages and cache.read(path, entry.stage).provenance.format == NSYS_SQLITE.format:
                 wanted.setdefault(path, []).append(stage)
-    frames = [cache.stage_timeline(path, tuple(dict.fromkeys(s))) for path, s in wanted.items()]
+    frames = [cache.stages(path, tuple(dict.fromkeys(s))).timeline for path, s in wanted.items()]
     return pd.concat(frames, ignore_index=True) if frames else None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import NamedTuple
 
@@ -128,19 +128,22 @@ class _Capture:
         self.columnar.view("kernels", q.KERNEL_LAUNCHES)
         return _finish_stats(self.columnar.stats(q.KERNELS_IN_RANGES))
 
+    def calls(self) -> None:
+        """temp.stage_calls of the stages inside :meth:`staged` (made on first use)."""
+        if not self.conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'stage_calls'").fetchone():
+            self.conn.execute(q.CREATE_STAGE_CALLS)
+            self.conn.execute(q.INDEX_STAGE_CALLS)
+
     @contextmanager
-    def staged(self, stages: Sequence[str], calls: bool = True) -> Iterator[None]:
-        """temp.stage_ranges (and with ``calls`` temp.stage_calls) for ``stages`` while inside;
-        InputError for a range that is missing."""
+    def staged(self, stages: Sequence[str]) -> Iterator[None]:
+        """temp.stage_ranges for ``stages`` while inside (and temp.stage_calls once :meth:`calls`
+        made it); InputError for a range that is missing."""
         if "NVTX_EVENTS" not in self.tables:
             raise InputError(self.path, f"NVTX range {stages[0]!r} not found (capture has no NVTX trace)")
         self.conn.execute(q.CREATE_WANTED)
         self.conn.executemany(q.INSERT_WANTED, [(s, i, *stage_spec(s)) for i, s in enumerate(stages)])
         self.conn.execute(q.create_stage_ranges())
         self.conn.execute(q.INDEX_STAGE_RANGES)
-        if calls:
-            self.conn.execute(q.CREATE_STAGE_CALLS)
-            self.conn.execute(q.INDEX_STAGE_CALLS)
         try:
             totals = dict(self.conn.execute(q.stage_instances()).fetchall())
             for stage in stages:
@@ -213,15 +216,24 @@ def _stage_list(stages: Sequence[str] | None) -> list[str]:
     return chosen
 
 
-def _kernel_summary(cap: _Capture, stages: Sequence[str] | None) -> pd.DataFrame:
-    chosen = _stage_list(stages)
-    named = [s for s in chosen if s != ALL_STAGES]
+def _named(chosen: Sequence[str]) -> list[str]:
+    return [s for s in chosen if s != ALL_STAGES]
+
+
+def _staged(cap: _Capture, chosen: Sequence[str]) -> AbstractContextManager:
+    """``cap.staged`` for the named stages of ``chosen`` (nothing to stage for ALL_STAGES alone)."""
+    named = _named(chosen)
+    return cap.staged(named) if named else nullcontext()
+
+
+def _kernel_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
+    """Kernel summaries of ``chosen`` (:func:`_stage_list`), its named stages staged."""
+    named = _named(chosen)
     parts = []
     if ALL_STAGES in chosen:
         parts.append(cap.stats(q.KERNELS_ALL, q.KERNELS_ALL_PROJECT).assign(grp=ALL_STAGES))
     if named:
-        with cap.staged(named, calls=False):
-            parts.append(cap.staged_kernel_stats())
+        parts.append(cap.staged_kernel_stats())
     frame = pd.concat(parts, ignore_index=True)
     for stage in named:
         if not (frame["grp"] == stage).any():
@@ -239,10 +251,11 @@ def _kernel_summary(cap: _Capture, stages: Sequence[str] | None) -> pd.DataFrame
 def _no_kernels(cap: _Capture, stage: str) -> str:
     """Why a stage has no kernel rows: whole-graph replays (nsys' default graph trace) or nothing."""
     if GRAPH_TRACE_TABLE in cap.tables:
-        with cap.staged([stage]):
-            replays, ns = cap.conn.execute(
-                "SELECT count(*), coalesce(sum(g.end - g.start), 0) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g "
-                "JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24").fetchone()
+        cap.calls()
+        replays, ns = cap.conn.execute(
+            "SELECT count(*), coalesce(sum(g.end - g.start), 0) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g "
+            "JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24 "
+            "WHERE c.stage = ?", (stage,)).fetchone()
         if replays:
             return (f"NVTX range {stage!r} ran {replays} CUDA graph launches traced as whole graphs "
                     f"({ns / replays / 1e3:.1f} us GPU time per graph, kernels unknown): "
@@ -265,37 +278,39 @@ def kernel_summary(path: str | Path, stages: Sequence[str] | None = None) -> pd.
     ``stages=None`` means ``[ALL_STAGES]``. A range that is missing or holds no kernel launch
     raises InputError naming the file and the range.
     """
-    with _open(path) as cap:
-        return _kernel_summary(cap, stages)
+    chosen = _stage_list(stages)
+    with _open(path) as cap, _staged(cap, chosen):
+        return _kernel_summary(cap, chosen)
 
 
 def stage_instances(path: str | Path, stages: Sequence[str]) -> dict[str, dict[str, object]]:
     """Per named stage, which instances of its NVTX range a stage summary counts:
     ``{"range", "total", "first", "counted"}`` (``NAME``: all ``total``; ``NAME/INDEX[/COUNT]``:
     ``counted`` instances from ``first``). InputError as :func:`kernel_summary`."""
-    named = [s for s in dict.fromkeys(stages) if s != ALL_STAGES]
-    with _open(path) as cap:
-        if named:
-            with cap.staged(named):
-                pass
+    with _open(path) as cap, _staged(cap, list(dict.fromkeys(stages)) or [ALL_STAGES]):
         return dict(cap.instances)
 
 
 def stage_timeline(path: str | Path, stages: Sequence[str] | None = None) -> pd.DataFrame:
     """Per stage and device: launches, kernel/busy/idle time, idle gaps and span (TIMELINE_COLUMNS)."""
     chosen = _stage_list(stages)
-    named = [s for s in chosen if s != ALL_STAGES]
-    with _open(path) as cap:
-        rows = []
-        if ALL_STAGES in chosen:
-            rows += cap.conn.execute(q.timeline(staged=False), (ALL_STAGES,)).fetchall()
-        if named:
-            with cap.staged(named):
-                rows += cap.conn.execute(q.timeline(staged=True)).fetchall()
-                found = {r[0] for r in rows}
-                for stage in named:
-                    if stage not in found:
-                        raise InputError(cap.path, f"NVTX range {stage!r} contains no kernel launches")
+    with _open(path) as cap, _staged(cap, chosen):
+        return _stage_timeline(cap, chosen)
+
+
+def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
+    """:func:`stage_timeline` of ``chosen``, its named stages staged."""
+    named = _named(chosen)
+    rows = []
+    if ALL_STAGES in chosen:
+        rows += cap.conn.execute(q.timeline(staged=False), (ALL_STAGES,)).fetchall()
+    if named:
+        cap.calls()
+        rows += cap.conn.execute(q.timeline(staged=True)).fetchall()
+        found = {r[0] for r in rows}
+        for stage in named:
+            if stage not in found:
+                raise InputError(cap.path, f"NVTX range {stage!r} contains no kernel launches")
     frame = pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
     frame["idle_med_ns"] = frame["idle_med_ns"].astype(float)
     order = {s: i for i, s in enumerate(chosen)}
@@ -390,10 +405,13 @@ class NsysSqliteReader:
         return head.startswith(SQLITE_MAGIC)
 
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
+        chosen = _stage_list(None if stage is None else [stage])
         with _open(path) as cap:
+            with _staged(cap, chosen):
+                summary = _kernel_summary(cap, chosen)
             return Dataset(
                 provenance=_provenance(cap),
-                kernel_summary=_kernel_summary(cap, None if stage is None else [stage]),
+                kernel_summary=summary,
                 nvtx_summary=_nvtx_summary(cap),
                 memcpy_summary=_memcpy_summary(cap),
                 api_summary=_api_summary(cap),
@@ -409,16 +427,20 @@ def graph_summary(path: str | Path, stages: Sequence[str]) -> pd.DataFrame:
     kernel time, and whole-graph rows (GRAPH_COLUMNS, stages in the order given; ALL_STAGES = the
     whole capture, every launch of the file)."""
     chosen = _stage_list(stages)
-    named = [s for s in chosen if s != ALL_STAGES]
-    with _open(path) as cap:
-        node, trace = "graphNodeId" in cap.columns(KERNEL_TABLE), GRAPH_TRACE_TABLE in cap.tables
-        rows = []
-        if ALL_STAGES in chosen:
-            runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" in cap.tables
-            rows += cap.conn.execute(q.graph_capture_totals(node, trace, runtime), (ALL_STAGES,)).fetchall()
-        if named:
-            with cap.staged(named):
-                rows += cap.conn.execute(q.graph_stage_summary(node, trace)).fetchall()
+    with _open(path) as cap, _staged(cap, chosen):
+        return _graph_summary(cap, chosen)
+
+
+def _graph_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
+    """:func:`graph_summary` of ``chosen``, its named stages staged."""
+    node, trace = "graphNodeId" in cap.columns(KERNEL_TABLE), GRAPH_TRACE_TABLE in cap.tables
+    rows = []
+    if ALL_STAGES in chosen:
+        runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" in cap.tables
+        rows += cap.conn.execute(q.graph_capture_totals(node, trace, runtime), (ALL_STAGES,)).fetchall()
+    if _named(chosen):
+        cap.calls()
+        rows += cap.conn.execute(q.graph_stage_summary(node, trace)).fetchall()
     order = {s: i for i, s in enumerate(chosen)}
     frame = pd.DataFrame(rows, columns=GRAPH_COLUMNS)
     return frame.sort_values("stage", key=lambda col: col.map(order)).reset_index(drop=True)
@@ -445,6 +467,7 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
     innermost one open at the launch call (name and occurrence on its thread), else how many ended
     in the stage instance before the call (REPRESENTATIVE_COLUMNS)."""
     with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))), _module_ranges(cap, module_domain):
+        cap.calls()
         cap.conn.execute("CREATE TEMP TABLE wanted_names (id INTEGER PRIMARY KEY)")
         try:
             wanted = list(dict.fromkeys(names))
@@ -504,27 +527,60 @@ def module_kernels(path: str | Path, stages: Sequence[str]) -> ModuleAttribution
     :func:`kernel_summary`.
     """
     with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))):
-        tables = ("attr_points", "attr_launches", "attr_ranges")
-        try:
-            if "NVTX_EVENTS" in cap.tables:
-                cap.conn.execute(q.create_attribution_ranges())
-            else:
-                cap.conn.execute("CREATE TEMP TABLE attr_ranges (id, form, tid, start, end, path, cls)")
-            present = {r[0] for r in cap.conn.execute(q.FORMS_PRESENT)}
-            form = next((f for f in q.MODULE_FORMS if f in present), None)
-            cap.conn.execute(q.KEEP_FORM, (form,))
-            nodes = GRAPH_NODE_TABLE in cap.tables and "graphNodeId" in cap.columns(KERNEL_TABLE)
-            cap.conn.execute(q.create_attribution_launches(nodes))
-            cap.conn.execute(q.CREATE_ATTRIBUTION_POINTS)
-            cap.conn.execute(q.INDEX_ATTRIBUTION_POINTS)
-            rows = cap.conn.execute(q.ATTRIBUTED_KERNELS).fetchall()
-            classes = dict(cap.conn.execute(q.MODULE_CLASSES).fetchall())
-        finally:
-            for table in tables:
-                cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
-        names = cap.strings([r[3] for r in rows])
+        return _module_kernels(cap)
+
+
+def _module_kernels(cap: _Capture) -> ModuleAttribution:
+    """:func:`module_kernels` of the stages staged."""
+    cap.calls()
+    try:
+        if "NVTX_EVENTS" in cap.tables:
+            cap.conn.execute(q.create_attribution_ranges())
+        else:
+            cap.conn.execute("CREATE TEMP TABLE attr_ranges (id, form, tid, start, end, path, cls)")
+        present = {r[0] for r in cap.conn.execute(q.FORMS_PRESENT)}
+        form = next((f for f in q.MODULE_FORMS if f in present), None)
+        cap.conn.execute(q.KEEP_FORM, (form,))
+        nodes = GRAPH_NODE_TABLE in cap.tables and "graphNodeId" in cap.columns(KERNEL_TABLE)
+        cap.conn.execute(q.create_attribution_launches(nodes))
+        cap.conn.execute(q.CREATE_ATTRIBUTION_POINTS)
+        cap.conn.execute(q.INDEX_ATTRIBUTION_POINTS)
+        rows = cap.conn.execute(q.ATTRIBUTED_KERNELS).fetchall()
+        classes = dict(cap.conn.execute(q.MODULE_CLASSES).fetchall())
+    finally:
+        for table in ("attr_points", "attr_launches", "attr_ranges"):
+            cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+    names = cap.strings([r[3] for r in rows])
     frame = pd.DataFrame([(s, p, c if p is not None else None, names.get(int(n)), k, ns)
                           for s, p, c, n, k, ns in rows], columns=MODULE_KERNEL_COLUMNS)
     frame["launches"] = frame["launches"].astype("int64")
     frame["gpu_ns"] = frame["gpu_ns"].astype("int64")
     return ModuleAttribution(form, frame, classes)
+
+
+class StageReading(NamedTuple):
+    """What :func:`read_stages` reads of the stages of one nsys SQLite export."""
+
+    summary: pd.DataFrame  # :func:`kernel_summary`
+    instances: dict[str, dict[str, object]]  # :func:`stage_instances`
+    graphs: pd.DataFrame  # :func:`graph_summary`
+    timeline: pd.DataFrame  # :func:`stage_timeline`
+    module_form: str | None  # :func:`module_kernels` of the named stages (no named stage: None, None, {})
+    module_kernels: pd.DataFrame | None
+    module_classes: dict[str, str]
+
+    @property
+    def modules(self) -> ModuleAttribution:
+        return ModuleAttribution(self.module_form, self.module_kernels, self.module_classes)
+
+
+def read_stages(path: str | Path, stages: Sequence[str]) -> StageReading:
+    """:func:`kernel_summary`, :func:`stage_instances`, :func:`graph_summary`, :func:`stage_timeline`
+    and (of the named stages) :func:`module_kernels` of ``stages``, the file opened and the stages'
+    ranges and calls joined once. InputError as :func:`kernel_summary`."""
+    chosen = _stage_list(stages)
+    with _open(path) as cap, _staged(cap, chosen):
+        summary = _kernel_summary(cap, chosen)
+        modules = _module_kernels(cap) if _named(chosen) else ModuleAttribution(None, None, {})
+        return StageReading(summary, dict(cap.instances), _graph_summary(cap, chosen), _stage_timeline(cap, chosen),
+                            *modules)
