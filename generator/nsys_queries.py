@@ -28,11 +28,17 @@ KERNELS_ALL_PROJECT = "k, NULL AS grp, k AS key, aux, d"
 #: The merged ranges of temp.stage_ranges with their stage's index (the DuckDB table ``ranges``).
 STAGE_RANGES = """
 SELECT g.stage, w.idx, g.tid, g.start, g.end FROM temp.stage_ranges AS g JOIN temp.wanted AS w USING (stage)"""
-#: Runtime API calls that can launch work (the DuckDB view ``calls``) …
-RUNTIME_CALLS = """
+
+
+def runtime_calls(first: int, last: int) -> str:
+    """Runtime API calls that can launch work and start in [first, last] ns, the stages' span (the
+    DuckDB view ``calls``)."""
+    return f"""
 SELECT globalTid AS tid, correlationId AS corr, start FROM CUPTI_ACTIVITY_KIND_RUNTIME
-WHERE correlationId IS NOT NULL"""
-#: … and kernels with the process and correlation id of their launch call (the view ``kernels``).
+WHERE correlationId IS NOT NULL AND start BETWEEN {int(first)} AND {int(last)}"""
+
+
+#: Kernels with the process and correlation id of their launch call (the view ``kernels``).
 KERNEL_LAUNCHES = """
 SELECT demangledName AS name, shortName AS aux, correlationId AS corr, globalPid >> 24 AS pid, end - start AS d
 FROM CUPTI_ACTIVITY_KIND_KERNEL"""
@@ -100,25 +106,41 @@ CREATE TEMP TABLE wanted (stage TEXT PRIMARY KEY, idx INTEGER NOT NULL, name TEX
 INSERT_WANTED = "INSERT OR IGNORE INTO temp.wanted VALUES (?, ?, ?, ?, ?)"
 
 
-def create_stage_ranges() -> str:
-    """temp.stage_ranges: the wanted ranges per (stage, thread), overlapping ones merged.
+def create_stage_events() -> str:
+    """temp.stage_events: every ended range of each wanted stage's name (any thread), numbered
+    (``ordinal``) in order of start.
 
-    A stage names a range by its text (any domain) or as ``domain:name``; without ``first`` every
-    instance counts, with it only instances first … first + count - 1 in order of start.
-
-    Merging nested or overlapping ranges of one name makes the intervals disjoint, so a call lies
-    in at most one and is counted once; ``inst`` numbers the merged intervals.
+    A stage names a range by its text (any domain) or as ``domain:name``.
     """
     return f"""
+CREATE TEMP TABLE stage_events AS
+WITH {_DOMAINS}
+SELECT w.stage AS stage, ne.globalTid AS tid, ne.start AS start, ne.end AS end, w.first, w.count,
+       row_number() OVER (PARTITION BY w.stage ORDER BY ne.start, ne.globalTid) AS ordinal
+FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+JOIN temp.wanted AS w ON w.name IN ({_NAME}, {_FULL_NAME})
+WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
+"""
+
+
+#: (stage, instances): how many ranges of each wanted stage's name the capture holds, before any
+#: INDEX/COUNT selection.
+STAGE_INSTANCES = "SELECT stage, count(*) FROM temp.stage_events GROUP BY stage"
+
+
+def create_stage_ranges() -> str:
+    """temp.stage_ranges: the wanted ranges of temp.stage_events per (stage, thread), overlapping
+    ones merged. Without ``first`` every instance counts, with it only instances first … first +
+    count - 1 in order of start.
+
+    Merging nested or overlapping ranges of one name makes the intervals disjoint, so a call lies
+    in at most one and is counted once; ``inst`` numbers the merged intervals. Times are INTEGER
+    columns, so the index serves range conditions on ``start``.
+    """
+    return """
 CREATE TEMP TABLE stage_ranges AS
-WITH {_DOMAINS}, a AS (
-    SELECT w.stage AS stage, ne.globalTid AS tid, ne.start AS start, ne.end AS end, w.first, w.count,
-           row_number() OVER (PARTITION BY w.stage ORDER BY ne.start, ne.globalTid) AS ordinal
-    FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
-    JOIN temp.wanted AS w ON w.name IN ({_NAME}, {_FULL_NAME})
-    WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
-), r AS (
-    SELECT stage, tid, start, end FROM a
+WITH r AS (
+    SELECT stage, tid, start, end FROM temp.stage_events
     WHERE first IS NULL OR ordinal BETWEEN first AND first + coalesce(count, 1) - 1
 ), o AS (
     SELECT *, max(end) OVER (PARTITION BY stage, tid ORDER BY start, end
@@ -129,31 +151,23 @@ WITH {_DOMAINS}, a AS (
                   OVER (PARTITION BY stage, tid ORDER BY start, end ROWS UNBOUNDED PRECEDING) AS inst
     FROM o
 )
-SELECT stage, tid, inst, min(start) AS start, max(end) AS end FROM g GROUP BY stage, tid, inst
+SELECT stage, tid, inst, CAST(min(start) AS INTEGER) AS start, CAST(max(end) AS INTEGER) AS end
+FROM g GROUP BY stage, tid, inst
 """
 
 
 INDEX_STAGE_RANGES = "CREATE INDEX temp.stage_ranges_at ON stage_ranges (stage, tid, start)"
+#: The first start and last end of temp.stage_ranges.
+STAGE_SPAN = "SELECT min(start), max(end) FROM temp.stage_ranges"
 
-
-def stage_instances() -> str:
-    """(stage, instances): how many ranges of each wanted stage's name the capture holds (ended
-    ones, every thread), before any INDEX/COUNT selection."""
-    return f"""
-WITH {_DOMAINS}
-SELECT w.stage, count(*) FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
-JOIN temp.wanted AS w ON w.name IN ({_NAME}, {_FULL_NAME})
-WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
-GROUP BY w.stage
-"""
-
-#: temp.stage_calls: runtime API calls (correlation id, process; thread and start time) that start
-#: inside a merged range of the stage on their thread. Merged ranges are disjoint, so only the
-#: latest one starting before the call can hold it.
+#: temp.stage_calls: runtime API calls (correlation id, process; thread, start time and name id)
+#: that start inside a merged range of the stage on their thread. Merged ranges are disjoint, so
+#: only the latest one starting before the call can hold it; calls outside the stages' span are
+#: not looked up.
 CREATE_STAGE_CALLS = """
 CREATE TEMP TABLE stage_calls AS
 SELECT w.stage AS stage, w.idx AS idx, r.correlationId AS corr, r.globalTid >> 24 AS pid, g.inst AS inst,
-       r.globalTid AS tid, r.start AS t
+       r.globalTid AS tid, r.start AS t, r.nameId AS name
 FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
 CROSS JOIN temp.wanted AS w
 JOIN temp.stage_ranges AS g ON g.rowid = (
@@ -161,8 +175,22 @@ JOIN temp.stage_ranges AS g ON g.rowid = (
     WHERE h.stage = w.stage AND h.tid = r.globalTid AND h.start <= r.start
     ORDER BY h.start DESC LIMIT 1)
 WHERE r.correlationId IS NOT NULL AND g.end >= r.start
+  AND r.start >= (SELECT min(start) FROM temp.stage_ranges) AND r.start <= (SELECT max(end) FROM temp.stage_ranges)
 """
 INDEX_STAGE_CALLS = "CREATE INDEX temp.stage_calls_corr ON stage_calls (corr, pid)"
+
+
+def create_stage_kernels(node_column: bool) -> str:
+    """temp.stage_kernels: each kernel launched by a call of temp.stage_calls, with the call's
+    stage, stage instance, thread and time (``node``: its CUDA graph node, NULL when none)."""
+    node = "k.graphNodeId" if node_column else "NULL"
+    return f"""
+CREATE TEMP TABLE stage_kernels AS
+SELECT c.stage AS stage, c.idx AS idx, c.inst AS inst, c.tid AS tid, c.t AS t, k.deviceId AS device,
+       k.start AS start, k.end AS end, k.demangledName AS name, {node} AS node
+FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
+"""
 
 # --- GPU timeline per stage (sweep analysis) -----------------------------------------------------
 
@@ -176,9 +204,7 @@ def timeline(staged: bool) -> str:
     """
     if staged:
         source = """
-SELECT c.stage AS stage, c.inst AS inst, k.deviceId AS device, k.start AS start, k.end AS end
-FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24"""
+SELECT stage, inst, device, start, end FROM temp.stage_kernels"""
     else:
         source = """
 SELECT ? AS stage, 0 AS inst, deviceId AS device, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"""
@@ -222,27 +248,23 @@ GROUP BY i.stage, i.device
 GRAPH_LAUNCH_API = "cudaGraphLaunch"
 
 
-def graph_stage_summary(node_column: bool, graph_trace: bool) -> str:
-    """Per stage (of temp.stage_calls): graph launch calls, kernels run inside graphs and their GPU
-    time, all kernel time, and whole-graph rows (launches, GPU time) where the file has them."""
-    node = "k.graphNodeId IS NOT NULL" if node_column else "0"
+def graph_stage_summary(graph_trace: bool) -> str:
+    """Per stage (of temp.stage_calls and temp.stage_kernels): graph launch calls, kernels run inside
+    graphs and their GPU time, all kernel time, and whole-graph rows (launches, GPU time) where the
+    file has them."""
     trace = """
     SELECT c.stage, count(*) AS n, sum(g.end - g.start) AS ns FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g
     JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24 GROUP BY c.stage""" \
         if graph_trace else "SELECT NULL AS stage, 0 AS n, 0 AS ns WHERE 0"
     return f"""
 WITH launches AS (
-    SELECT c.stage, count(*) AS n FROM temp.stage_calls AS c
-    JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = c.corr AND r.globalTid >> 24 = c.pid
-    JOIN StringIds AS s ON s.id = r.nameId
+    SELECT c.stage, count(*) AS n FROM temp.stage_calls AS c JOIN StringIds AS s ON s.id = c.name
     WHERE s.value = '{GRAPH_LAUNCH_API}' OR s.value LIKE '{GRAPH_LAUNCH_API}\\_v%' ESCAPE '\\'
     GROUP BY c.stage
 ), kernels AS (
-    SELECT c.stage, sum({node}) AS node_n, sum(CASE WHEN {node} THEN k.end - k.start ELSE 0 END) AS node_ns,
-           count(*) AS n, sum(k.end - k.start) AS ns
-    FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-    JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
-    GROUP BY c.stage
+    SELECT stage, sum(node IS NOT NULL) AS node_n, sum(CASE WHEN node IS NOT NULL THEN end - start ELSE 0 END) AS node_ns,
+           count(*) AS n, sum(end - start) AS ns
+    FROM temp.stage_kernels GROUP BY stage
 ), trace AS ({trace}
 )
 SELECT w.stage, coalesce(l.n, 0), coalesce(k.node_n, 0), coalesce(k.node_ns, 0), coalesce(k.n, 0),
@@ -398,7 +420,7 @@ KEEP_FORM = "DELETE FROM temp.attr_ranges WHERE form <> ?"
 
 
 def create_attribution_launches(graph_nodes: bool) -> str:
-    """temp.attr_launches (stage, idx, name, d, tid, t): each kernel of temp.stage_calls with the
+    """temp.attr_launches (stage, idx, name, d, tid, t): each kernel of temp.stage_kernels with the
     point its module is read at: its launch call (thread, start), or for a CUDA graph node's kernel
     the creation of the node it was instantiated from (the launch captured into the graph)."""
     created = """
@@ -409,16 +431,14 @@ def create_attribution_launches(graph_nodes: bool) -> str:
           LEFT JOIN CUDA_GRAPH_NODE_EVENTS AS e ON e.graphNodeId = n.node GROUP BY n.node) AS o
     JOIN CUDA_GRAPH_NODE_EVENTS AS c ON c.graphNodeId = o.original GROUP BY o.node""" if graph_nodes \
         else "SELECT NULL AS node, NULL AS t, NULL AS tid WHERE 0"
-    node = "k.graphNodeId" if graph_nodes else "NULL"
     return f"""
 CREATE TEMP TABLE attr_launches AS
 WITH created AS ({created}
 )
-SELECT c.stage AS stage, c.idx AS idx, k.demangledName AS name, k.end - k.start AS d,
-       coalesce(g.tid, c.tid) AS tid, coalesce(g.t, c.t) AS t
-FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
-LEFT JOIN created AS g ON g.node = {node}
+SELECT k.stage AS stage, k.idx AS idx, k.name AS name, k.end - k.start AS d,
+       coalesce(g.tid, k.tid) AS tid, coalesce(g.t, k.t) AS t
+FROM temp.stage_kernels AS k
+LEFT JOIN created AS g ON g.node = k.node
 """
 
 

@@ -124,28 +124,30 @@ class _Capture:
         """:meth:`stats` of the kernels launched inside temp.stage_ranges (k = stage index, name)."""
         ranges = pd.DataFrame(self.conn.execute(q.STAGE_RANGES).fetchall(), columns=["stage", "idx", "tid", "s", "e"])
         self.columnar.duck.register("ranges", ranges)
-        self.columnar.view("calls", q.RUNTIME_CALLS)
+        self.columnar.view("calls", q.runtime_calls(*self.conn.execute(q.STAGE_SPAN).fetchone()))
         self.columnar.view("kernels", q.KERNEL_LAUNCHES)
         return _finish_stats(self.columnar.stats(q.KERNELS_IN_RANGES))
 
-    def calls(self) -> None:
-        """temp.stage_calls of the stages inside :meth:`staged` (made on first use)."""
+    def launches(self) -> None:
+        """temp.stage_calls and temp.stage_kernels of the stages inside :meth:`staged` (made on first use)."""
         if not self.conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'stage_calls'").fetchone():
             self.conn.execute(q.CREATE_STAGE_CALLS)
             self.conn.execute(q.INDEX_STAGE_CALLS)
+            self.conn.execute(q.create_stage_kernels("graphNodeId" in self.columns(KERNEL_TABLE)))
 
     @contextmanager
     def staged(self, stages: Sequence[str]) -> Iterator[None]:
-        """temp.stage_ranges for ``stages`` while inside (and temp.stage_calls once :meth:`calls`
-        made it); InputError for a range that is missing."""
+        """temp.stage_events and temp.stage_ranges for ``stages`` while inside (and the tables of
+        :meth:`launches` once made); InputError for a range that is missing."""
         if "NVTX_EVENTS" not in self.tables:
             raise InputError(self.path, f"NVTX range {stages[0]!r} not found (capture has no NVTX trace)")
         self.conn.execute(q.CREATE_WANTED)
         self.conn.executemany(q.INSERT_WANTED, [(s, i, *stage_spec(s)) for i, s in enumerate(stages)])
+        self.conn.execute(q.create_stage_events())
         self.conn.execute(q.create_stage_ranges())
         self.conn.execute(q.INDEX_STAGE_RANGES)
         try:
-            totals = dict(self.conn.execute(q.stage_instances()).fetchall())
+            totals = dict(self.conn.execute(q.STAGE_INSTANCES).fetchall())
             for stage in stages:
                 name, first, count = stage_spec(stage)
                 total = totals.get(stage, 0)
@@ -158,7 +160,7 @@ class _Capture:
                 self.instances[stage] = {"range": name, "total": total, "first": first or 1, "counted": counted}
             yield
         finally:
-            for table in ("stage_calls", "stage_ranges", "wanted"):
+            for table in ("stage_kernels", "stage_calls", "stage_ranges", "stage_events", "wanted"):
                 self.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
@@ -251,7 +253,7 @@ def _kernel_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
 def _no_kernels(cap: _Capture, stage: str) -> str:
     """Why a stage has no kernel rows: whole-graph replays (nsys' default graph trace) or nothing."""
     if GRAPH_TRACE_TABLE in cap.tables:
-        cap.calls()
+        cap.launches()
         replays, ns = cap.conn.execute(
             "SELECT count(*), coalesce(sum(g.end - g.start), 0) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g "
             "JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24 "
@@ -287,7 +289,7 @@ def stage_instances(path: str | Path, stages: Sequence[str]) -> dict[str, dict[s
     """Per named stage, which instances of its NVTX range a stage summary counts:
     ``{"range", "total", "first", "counted"}`` (``NAME``: all ``total``; ``NAME/INDEX[/COUNT]``:
     ``counted`` instances from ``first``). InputError as :func:`kernel_summary`."""
-    with _open(path) as cap, _staged(cap, list(dict.fromkeys(stages)) or [ALL_STAGES]):
+    with _open(path) as cap, _staged(cap, list(dict.fromkeys(stages))):
         return dict(cap.instances)
 
 
@@ -305,7 +307,7 @@ def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     if ALL_STAGES in chosen:
         rows += cap.conn.execute(q.timeline(staged=False), (ALL_STAGES,)).fetchall()
     if named:
-        cap.calls()
+        cap.launches()
         rows += cap.conn.execute(q.timeline(staged=True)).fetchall()
         found = {r[0] for r in rows}
         for stage in named:
@@ -439,8 +441,8 @@ def _graph_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
         runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" in cap.tables
         rows += cap.conn.execute(q.graph_capture_totals(node, trace, runtime), (ALL_STAGES,)).fetchall()
     if _named(chosen):
-        cap.calls()
-        rows += cap.conn.execute(q.graph_stage_summary(node, trace)).fetchall()
+        cap.launches()
+        rows += cap.conn.execute(q.graph_stage_summary(trace)).fetchall()
     order = {s: i for i, s in enumerate(chosen)}
     frame = pd.DataFrame(rows, columns=GRAPH_COLUMNS)
     return frame.sort_values("stage", key=lambda col: col.map(order)).reset_index(drop=True)
@@ -467,7 +469,7 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
     innermost one open at the launch call (name and occurrence on its thread), else how many ended
     in the stage instance before the call (REPRESENTATIVE_COLUMNS)."""
     with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))), _module_ranges(cap, module_domain):
-        cap.calls()
+        cap.launches()
         cap.conn.execute("CREATE TEMP TABLE wanted_names (id INTEGER PRIMARY KEY)")
         try:
             wanted = list(dict.fromkeys(names))
@@ -532,7 +534,7 @@ def module_kernels(path: str | Path, stages: Sequence[str]) -> ModuleAttribution
 
 def _module_kernels(cap: _Capture) -> ModuleAttribution:
     """:func:`module_kernels` of the stages staged."""
-    cap.calls()
+    cap.launches()
     try:
         if "NVTX_EVENTS" in cap.tables:
             cap.conn.execute(q.create_attribution_ranges())
