@@ -79,10 +79,39 @@ def chart_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: _round(v) for k, v in row.items()} for row in rows]
 
 
+class _Rows:
+    """A chart's data rows, out of Altair's sight: it copies and walks every value of them at each
+    step of building a chart (most of the time charts took); :func:`chart_spec` puts them in."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+
+
+_ROWS = "\u0000rows"  # the key of the one row standing for the rows until chart_spec
+
+
+def inline_data(rows: list[dict[str, Any]]) -> alt.Data:
+    """``alt.Data(values=rows)`` for a chart that :func:`chart_spec` turns into its spec."""
+    return alt.Data(values=[{_ROWS: _Rows(rows)}])
+
+
 def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     """The Vega-Lite dict, normalized through sorted-key JSON (stable bytes)."""
-    spec = chart.configure(**CONFIG).to_dict(validate=False)
+    spec = _put_rows(chart.configure(**CONFIG).to_dict(validate=False))
     return json.loads(json.dumps(spec, sort_keys=True, allow_nan=False))
+
+
+def _put_rows(value: Any) -> Any:
+    """``value`` with the rows of each :func:`inline_data` in place of the row standing for them."""
+    if isinstance(value, dict):
+        return {k: _put_rows(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if len(value) == 1 and isinstance(value[0], dict) and isinstance(value[0].get(_ROWS), _Rows):
+            return value[0][_ROWS].rows
+        return [_put_rows(v) for v in value]
+    return value
 
 
 def _class_column(frame: pd.DataFrame, t: Translate) -> pd.DataFrame:
@@ -108,7 +137,7 @@ def _datapath_labels(t: Translate, present: Iterable[Any]) -> tuple[list[str], l
 
 
 def _base(data: list[dict[str, Any]]) -> alt.Chart:
-    return alt.Chart(alt.Data(values=data)).properties(width=WIDTH, height=HEIGHT)
+    return alt.Chart(inline_data(data)).properties(width=WIDTH, height=HEIGHT)
 
 
 def top_kernels_chart(chart_slug: str, top: pd.DataFrame, t: Translate) -> Chart:
@@ -170,9 +199,9 @@ def histogram_charts(datasets: Mapping[str, tuple[pd.DataFrame, str]], t: Transl
         stack="row_number()", groupby=["bin_start"], sort=[alt.SortField("value")]
     ).transform_calculate(stack_low="datum.stack - 1").mark_rect(stroke="white", strokeWidth=0.5).encode(
         x=alt.X("bin_start:Q", bin="binned", title=_TITLE),
-        x2="bin_end:Q",
+        x2=alt.X2("bin_end:Q"),
         y=alt.Y("stack_low:Q", title=t("charts.kernels"), axis=alt.Axis(tickMinStep=1)),
-        y2="stack:Q",
+        y2=alt.Y2("stack:Q"),
         color=alt.Color("class_label:N", title=t("columns.class"), scale=alt.Scale(**_class_scale(t, []))),
         tooltip=[
             alt.Tooltip("friendly_name:N", title=t("columns.kernel")),
@@ -207,8 +236,8 @@ def normalized_roofline_chart(chart_slug: str, points: pd.DataFrame, t: Translat
     frame = _class_column(points.reindex(columns=cols), t)
     data = chart_records(frame)
     axis = alt.Scale(domain=[0, 100])
-    diagonal = alt.Chart(alt.Data(values=[{"v": 0}, {"v": 100}])).mark_line(
-        strokeDash=[4, 4], color="#999999").encode(x="v:Q", y="v:Q")
+    diagonal = alt.Chart(inline_data([{"v": 0}, {"v": 100}])).mark_line(
+        strokeDash=[4, 4], color="#999999").encode(x=alt.X("v:Q"), y=alt.Y("v:Q"))
     dots = _base(data).mark_point(filled=True, size=70, opacity=0.85).encode(
         x=alt.X("memory_throughput_pct:Q", scale=axis, title=t("charts.memory_pct_axis")),
         y=alt.Y("sm_throughput_pct:Q", scale=axis, title=t("charts.sm_pct_axis")),
@@ -270,19 +299,19 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
     }
     layers: list[alt.Chart] = []
     if lines:
-        layers.append(alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=1.5).encode(
+        layers.append(alt.Chart(inline_data(lines)).mark_line(strokeWidth=1.5).encode(
             x=alt.X("ai:Q", scale=alt.Scale(type="log"), title=x_title),
             y=alt.Y("flops:Q", scale=alt.Scale(type="log"), title=y_title, axis=alt.Axis(format="~s")),
             color=encode["color"],
-            order="order:Q",
-            detail="roof:N",
+            order=alt.Order("order:Q"),
+            detail=alt.Detail("roof:N"),
             tooltip=[alt.Tooltip("roof:N", title=t("charts.roofs"))],
         ))
-    dots = alt.Chart(alt.Data(values=chart_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
+    dots = alt.Chart(inline_data(chart_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
     if kernel_filter is None:
         layers.append(dots.encode(**encode))
     else:
-        layers.append(dots.encode(**{**encode, "color": alt.value("#dddddd"), "shape": encode["shape"],
+        layers.append(dots.encode(**{**encode, "color": alt.ColorValue("#dddddd"), "shape": encode["shape"],
                                      "tooltip": encode["tooltip"]}))
         layers.append(dots.encode(**encode).transform_filter(kernel_filter))
     return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT)

@@ -134,9 +134,9 @@ def icicle_rows(modules: ModulesResult, stage: str) -> pd.DataFrame:
 def icicle_chart(chart_slug: str, rects: pd.DataFrame, t: Callable[..., str]) -> ch.Chart:
     """Icicle: each module a bar as wide as its share of the stage, submodules beneath their parent."""
     data = rects.assign(key=[t("modules.outside") if k == OUTSIDE else k for k in rects["key"]])
-    chart = alt.Chart(alt.Data(values=ch.chart_records(data))).mark_rect(stroke="white", strokeWidth=0.5).encode(
+    chart = alt.Chart(ch.inline_data(ch.chart_records(data))).mark_rect(stroke="white", strokeWidth=0.5).encode(
         x=alt.X("x0:Q", title=t("modules.chart_x"), scale=alt.Scale(domain=[0, 100])),
-        x2="x1:Q",
+        x2=alt.X2("x1:Q"),
         y=alt.Y("level:O", title=t("modules.chart_y")),
         color=alt.Color("level:O", legend=None, scale=alt.Scale(scheme="blues", reverse=True)),
         tooltip=[alt.Tooltip("key:N", title=t("modules.module")), alt.Tooltip("cls:N", title=t("columns.class")),

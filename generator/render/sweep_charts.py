@@ -5,7 +5,7 @@ import altair as alt
 import pandas as pd
 
 from generator.analyses.result import SweepResult
-from generator.render.charts import Chart, Translate, chart_records, chart_spec
+from generator.render.charts import Chart, Translate, chart_records, chart_spec, inline_data
 
 CHART_SLUG = "sweep-metrics"
 #: Charted CONFIG_COLUMNS in panel order; ns columns are shown in ms.
@@ -40,7 +40,7 @@ def sweep_chart(sweep: SweepResult, t: Translate) -> Chart:
                  alt.Tooltip("value:Q", title=t("columns.value"), format=",.3f")],
     ).properties(width=150, height=110)
     chart = alt.FacetChart(
-        data=alt.Data(values=chart_records(long)), spec=bars,
+        data=inline_data(chart_records(long)), spec=bars,
         facet=alt.Facet("metric:N", sort=titles, title=None, header=alt.Header(labelFontWeight="bold")),
         columns=3,
     ).resolve_scale(y="independent")
