@@ -10,9 +10,13 @@ import pytest
 import vl_convert
 from helpers_pages import example_result
 
+from generator.errors import InputError
 from generator.render import charts as ch
 from generator.render.chart_table import build_charts
+from generator.render.fonts import pin_fonts
+from generator.render.svg import svg_batch
 from generator.render.translations import translator
+from generator.text_safety import clean_tree
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +142,28 @@ def test_inline_block_cannot_close_its_script(result, tmp_path: Path) -> None:
 
 def test_svgs_render(result, tmp_path: Path) -> None:
     charts = build_charts(result, translator("zh"))
-    for key in ("roofline-physical", "hist-duration_us"):
-        path = ch.write_svg(charts[key], "zh", tmp_path)
+    keys = ("roofline-physical", "hist-duration_us")
+    with svg_batch() as svgs:
+        paths = {key: ch.write_svg(charts[key], "zh", tmp_path, svgs) for key in keys}
+    for key, path in paths.items():
         assert path == tmp_path / "assets" / "charts" / f"{charts[key].slug}-zh.svg"
         svg = path.read_text(encoding="utf-8")
         assert svg.startswith("<svg") and translator("zh")("charts.kernels" if key.startswith("hist")
                                                           else "charts.ai_axis") in svg
+        pin_fonts()  # as the worker does
+        assert svg == vl_convert.vegalite_to_svg(clean_tree(charts[key].spec))  # as drawn in this process
+
+
+def test_a_chart_the_renderer_rejects_is_one_line_naming_its_svg(result, tmp_path: Path) -> None:
+    chart = build_charts(result, translator("en"))["stage-time"]
+    failed = r"bad-en\.svg: chart renderer failed \(Vega-Lite to SVG conversion failed"
+    with pytest.raises(InputError, match=failed), svg_batch() as svgs:
+        ch.write_svg(chart, "en", tmp_path, svgs)
+        ch.write_svg(ch.Chart("bad", {**chart.spec, "mark": "nonsense"}), "en", tmp_path, svgs)
+    assert (tmp_path / chart.svg_path("en")).read_text(encoding="utf-8").startswith("<svg")
+    with svg_batch() as svgs:  # the worker still serves the next version's charts
+        ch.write_svg(chart, "zh", tmp_path, svgs)
+    assert (tmp_path / chart.svg_path("zh")).read_text(encoding="utf-8").startswith("<svg")
 
 
 def test_spec_compiles_to_vega(charts) -> None:

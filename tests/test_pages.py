@@ -12,6 +12,7 @@ import yaml
 from helpers_pages import example_result
 
 from generator.model import GpuInfo, VersionMeta
+from generator.render.chart_table import build_charts
 from generator.render.markdown import Numbers, escape_text, name_cell
 from generator.render.module_tree import kernel_anchor
 from generator.render.pages import PAGES, page_file, page_names, render_page, render_version
@@ -261,3 +262,14 @@ def test_workload_and_commands_from_a_capture_manifest(rendered, tmp_path: Path)
     assert "tools.ncu" not in text
     assert "_Z4gemvPf" not in text and "created" not in text
     assert "```shell\nncu --nvtx-include prefill/ --kernel-name 'regex:gemv|gemm' -o ncu/report\n```" in text
+
+
+def test_only_the_charts_a_page_places_get_an_svg(rendered) -> None:
+    result, _, docs = rendered
+    placed = {link for page in docs.glob("*.md")
+              for link in re.findall(r"\]\((assets/charts/[^)]+\.svg)\)", page.read_text(encoding="utf-8"))}
+    assert {p.relative_to(docs).as_posix() for p in (docs / "assets" / "charts").glob("*.svg")} == placed
+    assert len(placed) > 20
+    # no module ranges in this version: its Modules page says so and places none of the icicles built
+    assert not result.module_tree.attributed and build_charts(result, translator("en"))["modules-0"] is not None
+    assert not [link for link in placed if "/modules-" in link]

@@ -17,10 +17,8 @@ from typing import Any
 
 import altair as alt
 import pandas as pd
-import vl_convert
 
-from generator.errors import InputError
-from generator.render.fonts import pin_fonts
+from generator.render.svg import SvgBatch
 from generator.text_safety import clean_tree
 
 #: Element id prefixes; headings (section slugs) never start with "kr-".
@@ -347,17 +345,9 @@ def chart_block(chart: Chart, lang: str, alt_text: str) -> str:
     )
 
 
-def write_svg(chart: Chart, lang: str, docs_dir: Path) -> Path:
-    """Render the static SVG with vl-convert into ``docs_dir/assets/charts/``, its text laid out
-    with the fonts of ``generator/fonts/`` (:mod:`generator.render.fonts`)."""
+def write_svg(chart: Chart, lang: str, docs_dir: Path, svgs: SvgBatch) -> Path:
+    """Have ``svgs`` render the static SVG into ``docs_dir/assets/charts/`` (by the end of its
+    block), its text laid out with the fonts of ``generator/fonts/`` (:mod:`generator.render.fonts`)."""
     path = docs_dir / chart.svg_path(lang)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pin_fonts()  # the shipped fonts only: the same SVG on every machine
-    try:  # the renderer aborts the process on XML-invalid characters: none reach it
-        svg = vl_convert.vegalite_to_svg(clean_tree(chart.spec))
-    except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException (a BaseException)
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        raise InputError(path, f"chart renderer failed ({' '.join(str(exc).split())[:200]})") from None
-    path.write_text(svg, encoding="utf-8")
+    svgs.submit(clean_tree(chart.spec), path)  # the renderer aborts on XML-invalid characters: none reach it
     return path

@@ -45,6 +45,7 @@ from generator.render.markdown import (
     name_cell,
 )
 from generator.render.module_tree import kernel_anchor, tree_html
+from generator.render.svg import svg_batch
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
 from generator.workload_params import params_read
@@ -220,8 +221,10 @@ def gpu_change_text(change: dict[str, Any] | None, t: Callable[..., str], number
              details=details)
 
 
-def _context(result: VersionResult, report: ReportMeta, lang: str,
-             charts: dict[str, ch.Chart | None]) -> dict[str, Any]:
+def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[str, ch.Chart | None],
+             shown: Callable[[ch.Chart], None] = lambda item: None) -> dict[str, Any]:
+    """The names the page templates see (the same for every page of ``lang``); ``shown`` is told of
+    each chart a page places."""
     t = translator(lang)
     unknown = t("unknown")
     numbers = Numbers(unknown)
@@ -236,7 +239,10 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
 
     def chart(key: str, alt_key: str, **fields: Any) -> str:
         item = charts.get(key)
-        return "" if item is None else ch.chart_block(item, lang, escape_text(t(alt_key, **fields)))
+        if item is None:
+            return ""
+        shown(item)
+        return ch.chart_block(item, lang, escape_text(t(alt_key, **fields)))
 
     def stage_name(stage: str) -> str:
         return t("stages.all") if stage == ALL_STAGES else escape_text(stage)
@@ -304,9 +310,11 @@ def _context(result: VersionResult, report: ReportMeta, lang: str,
 def render_page(page: str, result: VersionResult, report: ReportMeta, lang: str,
                 charts: dict[str, ch.Chart | None]) -> str:
     """One page's Markdown in ``lang``."""
-    template = _env().get_template(f"{page}.md.j2")
-    context = _context(result, report, lang, charts)
-    text = template.render(**context)
+    return _page_text(page, _context(result, report, lang, charts))
+
+
+def _page_text(page: str, context: dict[str, Any]) -> str:
+    text = _env().get_template(f"{page}.md.j2").render(**context)
     if TABLE_ROW.search(text):  # the words kr-tables.js puts on its sort headers and filter boxes
         t = context["t"]
         text = (f'{text.rstrip()}\n\n<div class="kr-table-words" hidden data-filter="{escape_attr(t("tables.filter"))}"'
@@ -320,22 +328,29 @@ def render_page(page: str, result: VersionResult, report: ReportMeta, lang: str,
 
 
 def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, langs: list[str]) -> None:
-    """Write every page of the version in every language, its charts (SVG), data files and JS.
+    """Write every page of the version in every language, the SVGs of the charts they place, data
+    files and JS.
 
     ``docs_dir`` receives ``<page>.md`` (default language = ``langs[0]``), ``<page>.<lang>.md``,
-    ``assets/charts/*.svg``, ``assets/js/{vega-bundle,kr-charts}.js`` and ``data/*``.
+    ``assets/charts/*.svg``, ``assets/js/{vega-bundle,kr-charts}.js`` and ``data/*``. vl-convert
+    renders the SVGs in a worker process (:mod:`generator.render.svg`) while the pages render; only
+    the charts a page places get one.
     """
     docs_dir = Path(docs_dir)
     docs_dir.mkdir(parents=True, exist_ok=True)
-    write_version_data(result, docs_dir)
-    if result.sweep is not None:
-        write_sweep_data(result.sweep, docs_dir)
-    write_assets(docs_dir)
-    for lang in langs:
-        charts = build_charts(result, translator(lang))
-        for item in charts.values():
-            if item is not None:
-                ch.write_svg(item, lang, docs_dir)
-        for page in page_names(result):
-            text = render_page(page, result, report, lang, charts)
-            (docs_dir / page_file(page, lang, langs[0])).write_text(text, encoding="utf-8")
+    with svg_batch() as svgs:
+        write_version_data(result, docs_dir)
+        if result.sweep is not None:
+            write_sweep_data(result.sweep, docs_dir)
+        write_assets(docs_dir)
+        for lang in langs:
+            placed: set[str] = set()
+
+            def shown(item: ch.Chart, lang: str = lang, placed: set[str] = placed) -> None:
+                if item.slug not in placed:
+                    placed.add(item.slug)
+                    ch.write_svg(item, lang, docs_dir, svgs)
+
+            context = _context(result, report, lang, build_charts(result, translator(lang)), shown)
+            for page in page_names(result):
+                (docs_dir / page_file(page, lang, langs[0])).write_text(_page_text(page, context), encoding="utf-8")

@@ -1,0 +1,131 @@
+"""The static SVG copies of the charts, rendered by vl-convert in a worker process.
+
+vl-convert holds the GIL while it renders, and one process has one JS runtime drawing one chart at
+a time: in this process the SVGs would cost their whole time after the pages. The worker process
+(:func:`serve`, importing nothing but vl-convert and the fonts) draws them on another CPU while
+the pages render; it is started once per process and serves every version of a build. It reads
+one ``[path, spec]`` JSON line per chart; after a ``null`` line it answers with one JSON line
+listing the charts since the last answer that it could not render.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import vl_convert
+
+from generator.errors import InputError
+from generator.render.fonts import pin_fonts
+
+#: the folder holding the ``generator`` package: the worker imports this copy of it, whatever
+#: its working directory holds
+_ROOT = Path(__file__).resolve().parents[2]
+_WORKER = f"import sys; sys.path.insert(0, {str(_ROOT)!r}); from {__name__} import serve; serve()"
+_FLUSH = b"null\n"
+
+
+class _Worker:
+    """The worker process and the thread feeding it (a full pipe blocks that thread, not the pages)."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE)
+        self.lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        threading.Thread(target=self._feed, daemon=True).start()
+
+    def _feed(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            while True:
+                line = self.lines.get()
+                stdin.write(line)
+                if line == _FLUSH:
+                    stdin.flush()
+        except (BrokenPipeError, ValueError):  # the worker died (or was ended): its answer says so
+            pass
+
+    def answer(self) -> list[list[str]]:
+        """``[path, problem]`` of each chart since the last answer that the worker could not render
+        (it has written the others); a worker that died: its exit status for every chart."""
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        return json.loads(line) if line else [["", f"worker exited with status {self.process.wait()}"]]
+
+    def end(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+_worker: _Worker | None = None
+
+
+class SvgBatch:
+    """The charts handed to the worker by one :func:`svg_batch` block."""
+
+    def __init__(self, worker: _Worker) -> None:
+        self._worker = worker
+        self.paths: list[Path] = []
+
+    def submit(self, spec: dict[str, Any], path: Path) -> None:
+        """Render ``spec`` (free of XML-invalid characters: they abort the renderer) into ``path``."""
+        self.paths.append(path)
+        self._worker.lines.put(json.dumps([str(path), spec]).encode("utf-8") + b"\n")
+
+
+@contextmanager
+def svg_batch() -> Iterator[SvgBatch]:
+    """``with svg_batch() as svgs: svgs.submit(spec, path)``: every SVG written by the end of the
+    block, else InputError naming the first chart that failed. One block at a time."""
+    global _worker
+    if _worker is None or _worker.process.poll() is not None:
+        _worker = _Worker()
+    worker = _worker
+    try:
+        batch = SvgBatch(worker)
+        yield batch
+        worker.lines.put(_FLUSH)
+        failed = worker.answer()
+    except BaseException:
+        _worker = None  # its answer would be out of step: the next block starts another
+        worker.end()
+        raise
+    if failed:
+        path, problem = failed[0]
+        raise InputError(path or (batch.paths or [_ROOT])[0], f"chart renderer failed ({problem})")
+
+
+def serve() -> None:
+    """The worker: render each ``[path, spec]`` line of stdin; answer each ``null`` line."""
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # whatever else prints cannot garble the answers
+    pin_fonts()  # the shipped fonts only: the same SVG on every machine
+    failed: list[list[str]] = []
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        if request is None:
+            answers.write(json.dumps(failed) + "\n")
+            answers.flush()
+            failed = []
+            continue
+        path, spec = request
+        try:
+            svg = vl_convert.vegalite_to_svg(spec)
+        except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException (a BaseException)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            failed.append([path, " ".join(str(exc).split())[:200]])
+            continue
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(svg, encoding="utf-8")
