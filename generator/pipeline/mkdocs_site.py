@@ -8,14 +8,24 @@ import logging
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
+import jieba
+import jinja2
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import MkDocsException
+from mkdocs.plugins import BasePlugin, event_priority
 
 from generator.errors import InputError
+
+# Material's search splits Chinese text with jieba, whose dictionary takes most of a second to load
+# (once per process). build.render_and_build imports this module before it renders the first
+# version's pages: the dictionary loads meanwhile, while this process mostly waits for the chart
+# worker (generator.render.svg).
+threading.Thread(target=jieba.initialize, name="jieba-dictionary", daemon=True).start()
 
 
 def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) -> None:
@@ -29,6 +39,7 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) ->
     os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
     try:
         config = load_config(config_file=str(mkdocs_yml), site_dir=str(site_dir), strict=True)
+        config.plugins["kr-compiled-theme"] = _CompiledTheme()
         mkdocs_build(config)
         # A 404 page only works at the root of a host; in a version folder its links point nowhere.
         (site_dir / "404.html").unlink(missing_ok=True)
@@ -69,6 +80,35 @@ def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:
         if not lang.default:
             for name in ("sitemap.xml", "sitemap.xml.gz"):
                 shutil.copyfile(site_dir / name, site_dir / lang.locale / name)
+
+
+class _Bytecode(jinja2.BytecodeCache):
+    """Compiled templates kept in memory, by template file and source checksum."""
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if (code := self._code.get(bucket.key)) is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+#: shared by every theme environment of the process (MkDocs makes one per build and i18n one per
+#: language, each compiling Material's templates anew: that was a fifth of a version's build)
+_THEME_BYTECODE = _Bytecode()
+
+
+class _CompiledTheme(BasePlugin):
+    """Added to the loaded config (not to mkdocs.yml): the theme environment reuses the templates
+    compiled by the builds before it."""
+
+    @event_priority(100)
+    def on_env(self, env: jinja2.Environment, /, *, config: MkDocsConfig, files: object) -> jinja2.Environment:
+        env.bytecode_cache = _THEME_BYTECODE
+        return env
 
 
 class _WarningCollector(logging.Handler):
