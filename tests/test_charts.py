@@ -12,6 +12,7 @@ from helpers_pages import example_result
 
 from generator.errors import InputError
 from generator.render import charts as ch
+from generator.render import svg
 from generator.render.chart_table import build_charts
 from generator.render.fonts import pin_fonts
 from generator.render.svg import svg_batch
@@ -164,6 +165,18 @@ def test_a_chart_the_renderer_rejects_is_one_line_naming_its_svg(result, tmp_pat
     with svg_batch() as svgs:  # the worker still serves the next version's charts
         ch.write_svg(chart, "zh", tmp_path, svgs)
     assert (tmp_path / chart.svg_path("zh")).read_text(encoding="utf-8").startswith("<svg")
+
+
+def test_a_worker_that_died_is_one_line_and_the_next_batch_gets_a_new_one(result, tmp_path: Path) -> None:
+    chart = build_charts(result, translator("en"))["stage-time"]
+    with pytest.raises(InputError, match=r"stage-time-en\.svg: chart renderer failed \(worker exited with status -9\)"), \
+            svg_batch() as svgs:
+        svg._worker.process.kill()  # as the kernel's OOM killer would
+        svg._worker.process.wait()
+        ch.write_svg(chart, "en", tmp_path, svgs)
+    with svg_batch() as svgs:
+        ch.write_svg(chart, "en", tmp_path, svgs)
+    assert (tmp_path / chart.svg_path("en")).read_text(encoding="utf-8").startswith("<svg")
 
 
 def test_spec_compiles_to_vega(charts) -> None:

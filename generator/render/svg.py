@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -108,6 +109,7 @@ def svg_batch() -> Iterator[SvgBatch]:
 
 def serve() -> None:
     """The worker: render each ``[path, spec]`` line of stdin; answer each ``null`` line."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build's to handle: it ends this worker
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # whatever else prints cannot garble the answers
     pin_fonts()  # the shipped fonts only: the same SVG on every machine
