@@ -11,6 +11,8 @@ import re
 import shutil
 import sqlite3
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,24 @@ def test_search_index_segments_chinese(example_site: BuiltSite) -> None:
     zh = [doc for doc in index["docs"] if doc["location"].startswith("zh/")]
     assert zh and any("\u200b" in doc["text"] for doc in zh)  # jieba-segmented words
     assert any(re.search(r"#.*[\u4e00-\u9fff]", doc["location"]) for doc in zh)  # Chinese anchors kept
+
+
+#: forks right after importing mkdocs_site (whose thread is then loading jieba's dictionary) and
+#: segments Chinese in the copy, as a version's forked render-and-build task does
+FORK_AFTER_IMPORT = """
+import os, signal, sys, jieba
+import generator.pipeline.mkdocs_site
+pid = os.fork()
+if pid == 0:
+    signal.alarm(30)  # a copy stuck on jieba's lock ends itself
+    os._exit(0 if "/".join(jieba.cut("内核耗时分析")) == "内核/耗时/分析" else 3)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_a_copy_forked_while_jieba_loads_can_segment() -> None:
+    run = subprocess.run([sys.executable, "-c", FORK_AFTER_IMPORT], cwd=ROOT, capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()
 
 
 def test_version_config(example_site: BuiltSite) -> None:

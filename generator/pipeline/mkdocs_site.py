@@ -22,10 +22,13 @@ from mkdocs.plugins import BasePlugin, event_priority
 from generator.errors import InputError
 
 # Material's search splits Chinese text with jieba, whose dictionary takes most of a second to load
-# (once per process). build.render_and_build imports this module before it renders the first
-# version's pages: the dictionary loads meanwhile, while this process mostly waits for the chart
-# worker (generator.render.svg).
-threading.Thread(target=jieba.initialize, name="jieba-dictionary", daemon=True).start()
+# (once per process). build.render_and_build imports this module before it renders a version's
+# pages: the dictionary loads meanwhile, while this process mostly waits for the chart worker
+# (generator.render.svg). A copy forked while it loads would inherit jieba's lock held by a thread
+# it does not have, so a fork waits for it.
+_DICTIONARY = threading.Thread(target=jieba.initialize, name="jieba-dictionary", daemon=True)
+_DICTIONARY.start()
+os.register_at_fork(before=_DICTIONARY.join)
 
 
 def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) -> None:

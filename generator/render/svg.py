@@ -39,6 +39,7 @@ class _Worker:
     def __init__(self) -> None:
         self.process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE)
+        self.owner = os.getpid()  # a forked copy of this process starts its own worker
         self.lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         threading.Thread(target=self._feed, daemon=True).start()
 
@@ -90,7 +91,7 @@ def svg_batch() -> Iterator[SvgBatch]:
     """``with svg_batch() as svgs: svgs.submit(spec, path)``: every SVG written by the end of the
     block, else InputError naming the first chart that failed. One block at a time."""
     global _worker
-    if _worker is None or _worker.process.poll() is not None:
+    if _worker is None or _worker.owner != os.getpid() or _worker.process.poll() is not None:
         _worker = _Worker()
     worker = _worker
     try:
