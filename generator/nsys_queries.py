@@ -195,8 +195,14 @@ JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >
 # --- GPU timeline per stage (sweep analysis) -----------------------------------------------------
 
 
+#: Every kernel's device and times (the DuckDB table ``kernel_times`` of the whole-capture timeline).
+KERNEL_TIMES = "SELECT deviceId AS device, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"
+
+
 def timeline(staged: bool) -> str:
-    """Per (stage, device): launches, kernel time, busy time, idle gaps and wall span.
+    """Per (stage, device): launches, kernel time, busy time, idle gaps and wall span; in SQLite
+    over temp.stage_kernels (``staged``), else in DuckDB over ``kernel_times``, the stage bound as
+    the one parameter (the text suits both: "end" quoted, integer halves as shifts).
 
     Within one stage instance (a merged NVTX range, or the whole capture) kernels are ordered by
     start per device; a gap is the time from the latest end so far (LAG of the running max, so
@@ -204,15 +210,15 @@ def timeline(staged: bool) -> str:
     """
     if staged:
         source = """
-SELECT stage, inst, device, start, end FROM temp.stage_kernels"""
+SELECT stage, inst, device, start, "end" FROM temp.stage_kernels"""
     else:
         source = """
-SELECT ? AS stage, 0 AS inst, deviceId AS device, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"""
+SELECT CAST(? AS VARCHAR) AS stage, 0 AS inst, device, start, "end" FROM kernel_times"""
     return f"""
 WITH k AS ({source}
 ), r AS (
-    SELECT *, max(end) OVER (PARTITION BY stage, inst, device ORDER BY start, end
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    SELECT *, max("end") OVER (PARTITION BY stage, inst, device ORDER BY start, "end"
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
     FROM k
 ), g AS (
     SELECT *, CASE WHEN start > reach THEN start - reach END AS gap FROM r
@@ -223,11 +229,11 @@ WITH k AS ({source}
     FROM g WHERE gap IS NOT NULL
 ), med AS (
     SELECT stage, device, avg(gap) AS idle_med_ns FROM gaps
-    WHERE rn IN ((cnt + 1) / 2, cnt / 2 + 1) GROUP BY stage, device
+    WHERE rn IN ((cnt + 1) >> 1, (cnt >> 1) + 1) GROUP BY stage, device
 ), inst AS (
-    SELECT stage, device, inst, count(*) AS launches, sum(end - start) AS kernel_ns,
+    SELECT stage, device, inst, count(*) AS launches, sum("end" - start) AS kernel_ns,
            coalesce(sum(gap), 0) AS idle_ns, count(gap) AS idle_count,
-           max(end) - min(start) AS span_ns
+           max("end") - min(start) AS span_ns
     FROM g GROUP BY stage, inst, device
 )
 SELECT i.stage, i.device, sum(i.launches) AS launches, sum(i.kernel_ns) AS kernel_ns,
@@ -235,7 +241,7 @@ SELECT i.stage, i.device, sum(i.launches) AS launches, sum(i.kernel_ns) AS kerne
        sum(i.idle_count) AS idle_count, m.idle_med_ns, sum(i.span_ns) AS span_ns,
        count(*) AS instances
 FROM inst AS i LEFT JOIN med AS m ON m.stage = i.stage AND m.device = i.device
-GROUP BY i.stage, i.device
+GROUP BY i.stage, i.device, m.idle_med_ns
 """
 
 # --- CUDA graphs ---------------------------------------------------------------------------------

@@ -225,6 +225,22 @@ def test_gpus_of_other_schemas() -> None:
     assert old.gpus[0].memory_bandwidth_bytes_per_s is None  # unit not stated by the 2020 schema
 
 
+def _walk(groups: list[list[tuple[int, int]]]) -> dict:
+    """Timeline figures of kernels (start, end) in start order, one list per stage instance."""
+    gaps, span, kern, n = [], 0, 0, 0
+    for group in groups:
+        reach = None
+        for s, e in group:
+            if reach is not None and s > reach:
+                gaps.append(s - reach)
+            reach = e if reach is None else max(reach, e)
+            kern += e - s
+            n += 1
+        span += max(e for _, e in group) - group[0][0]
+    return {"launches": n, "kernel_ns": kern, "idle_ns": sum(gaps), "idle_count": len(gaps),
+            "idle_med_ns": statistics.median(gaps), "span_ns": span, "busy_ns": span - sum(gaps)}
+
+
 def test_stage_timeline_equals_python_walk(plain) -> None:
     db = plain(VLM)
     tl = ns.stage_timeline(db, [ALL_STAGES, "projector"]).set_index("stage")
@@ -234,28 +250,30 @@ def test_stage_timeline_equals_python_walk(plain) -> None:
                           "ORDER BY k.start").fetchall()
     ranges = con.execute("SELECT start, end FROM NVTX_EVENTS WHERE text = 'projector' ORDER BY start").fetchall()
     con.close()
-
-    def walk(groups: list[list[tuple[int, int]]]) -> dict:
-        gaps, span, kern, n = [], 0, 0, 0
-        for group in groups:
-            reach = None
-            for s, e in group:
-                if reach is not None and s > reach:
-                    gaps.append(s - reach)
-                reach = e if reach is None else max(reach, e)
-                kern += e - s
-                n += 1
-            span += max(e for _, e in group) - group[0][0]
-        return {"launches": n, "kernel_ns": kern, "idle_ns": sum(gaps), "idle_count": len(gaps),
-                "idle_med_ns": statistics.median(gaps), "span_ns": span, "busy_ns": span - sum(gaps)}
-
-    everything = walk([[(s, e) for s, e, _ in kernels]])
-    per_range = walk([[(s, e) for s, e, call in kernels if a <= call <= b] for a, b in ranges])
+    everything = _walk([[(s, e) for s, e, _ in kernels]])
+    per_range = _walk([[(s, e) for s, e, call in kernels if a <= call <= b] for a, b in ranges])
     for stage, want in ((ALL_STAGES, everything), ("projector", per_range)):
         got = tl.loc[stage]
         for col, value in want.items():
             assert got[col] == value, (stage, col)
     assert tl.loc["projector", "instances"] == 3 and tl.loc["projector", "launches"] == 9
+
+
+def test_whole_capture_timeline_per_device(plain, tmp_path: Path) -> None:
+    """The whole capture's timeline (computed in DuckDB) per device, here with the kernels dealt
+    round-robin to three devices, equals the Python walk of each device's kernels."""
+    db = tmp_path / "three.sqlite"
+    shutil.copy(plain(VLM), db)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = rowid % 3")
+    con.commit()
+    kernels = con.execute("SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start, end").fetchall()
+    con.close()
+    tl = ns.stage_timeline(db, [ALL_STAGES]).set_index("device")
+    assert list(tl.index) == [0, 1, 2]
+    for device in range(3):
+        want = _walk([[(s, e) for d, s, e in kernels if d == device]])
+        assert {col: tl.loc[device, col] for col in want} == want, device
 
 
 def test_bad_files_are_one_line_input_errors(plain, tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 The numbers equal those of ``nsys stats`` reports (cuda_gpu_kern_sum, nvtx_sum, cuda_api_sum,
 cuda_gpu_mem_time_sum / size_sum); ``stage`` works like ``--filter-nvtx``. Selections and
-joins run inside SQLite (see :mod:`generator.nsys_queries`), the per-event statistics in DuckDB over
-Arrow batches (:mod:`.sqlite_columnar`); the file is opened read-only.
+joins run inside SQLite (see :mod:`generator.nsys_queries`), the per-event statistics and the whole
+capture's timeline in DuckDB over Arrow batches (:mod:`.sqlite_columnar`); the file is opened
+read-only. :func:`read_stages` reads everything per stage in one pass.
 """
 from __future__ import annotations
 
@@ -305,7 +306,8 @@ def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     named = _named(chosen)
     rows = []
     if ALL_STAGES in chosen:
-        rows += cap.conn.execute(q.timeline(staged=False), (ALL_STAGES,)).fetchall()
+        cap.columnar.table("kernel_times", q.KERNEL_TIMES)
+        rows += cap.columnar.duck.execute(q.timeline(staged=False), [ALL_STAGES]).fetchall()
     if named:
         cap.launches()
         rows += cap.conn.execute(q.timeline(staged=True)).fetchall()

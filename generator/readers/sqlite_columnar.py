@@ -52,6 +52,12 @@ class Columnar:
         stream, _ = statement.execute_query()
         self.duck.from_arrow(stream).create_view(name)
 
+    def table(self, name: str, sql: str) -> None:
+        """Make the rows of the SQLite query ``sql`` DuckDB's temporary table ``name`` (for queries
+        that read them more than once)."""
+        self.view(f"{name}_stream", sql)
+        self.duck.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {name}_stream")
+
     def stats(self, sql: str) -> pd.DataFrame:
         """:data:`AGGREGATE` over the DuckDB query ``sql`` of (k, grp, key, aux, d) rows."""
         self.duck.execute(f"CREATE OR REPLACE TEMP VIEW src AS {sql}")
