@@ -58,6 +58,11 @@ class Columnar:
         self.view(f"{name}_stream", sql)
         self.duck.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {name}_stream")
 
+    def rows(self, sql: str) -> list[tuple]:
+        """The rows of the SQLite query ``sql`` (a small result: a pragma's)."""
+        self.view("result", sql)
+        return self.duck.execute("SELECT * FROM result").fetchall()
+
     def stats(self, sql: str) -> pd.DataFrame:
         """:data:`AGGREGATE` over the DuckDB query ``sql`` of (k, grp, key, aux, d) rows."""
         self.duck.execute(f"CREATE OR REPLACE TEMP VIEW src AS {sql}")
