@@ -91,10 +91,12 @@ def select(summaries: dict[str, pd.DataFrame], n: int, *, include_nccl: bool = F
 
 def mangled_names(sqlite: Path, names: list[str]) -> dict[str, list[str]]:
     """demangled kernel name → its mangled name(s) in the nsys export (the identity ncu can match)."""
+    from generator.readers.nsys_sqlite import KERNEL_SUMMARY_TABLES  # the kernels and their names, as here
+
     wanted = set(names)
     found: dict[str, list[str]] = {n: [] for n in names}
     with plain_file(sqlite) as plain:
-        con = connect_readonly(plain)
+        con = connect_readonly(plain, KERNEL_SUMMARY_TABLES)
         try:
             rows = con.execute(
                 "SELECT DISTINCT d.value, m.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "

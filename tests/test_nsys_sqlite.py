@@ -350,7 +350,7 @@ def test_one_range_per_call(plain, tmp_path: Path) -> None:
     assert reading.instances["call"]["total"] == added
     assert timeline.loc["call", "launches"] == timeline.loc["decode", "launches"] == 6600
     assert timeline.loc["call", "instances"] == 6600  # each call here launches one kernel
-    with ns._open(db) as cap, cap.staged(["call"]):
+    with ns._open(db, ns._LAUNCH_TABLES) as cap, cap.staged(["call"]):
         plan = [row[3] for row in cap.conn.execute("EXPLAIN QUERY PLAN " + q.CREATE_STAGE_CALLS)]
     assert "SEARCH h USING COVERING INDEX stage_ranges_at (stage=? AND tid=? AND start<?)" in plan
 

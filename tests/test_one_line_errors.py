@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from generator.cli import main
@@ -17,6 +18,7 @@ from generator.errors import InputError
 from generator.pipeline.config import load_report
 from generator.readers import read
 from generator.readers.inflate import FLOOR
+from generator.readers.nsys_sqlite import kernel_summary
 
 DATA = Path(__file__).parent / "data"
 STATS = DATA / "nsys-stats-2025"
@@ -83,18 +85,72 @@ def test_wal_sqlite_is_read_without_files_beside_it(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wal.sqlite"] and path.read_bytes() == before
 
 
-def test_sqlite_failing_quick_check_is_refused(tmp_path: Path) -> None:
+def damaged_page(tmp_path: Path, page: int, name: str = "damaged.sqlite") -> Path:
+    """The gemm export with b-tree page ``page`` (1-based) claiming 65535 cells."""
     data = bytearray(lzma.decompress(GEMM_SQLITE.read_bytes()))
-    page = int.from_bytes(data[16:18], "big")
-    data[page + 3: page + 5] = b"\xff\xff"  # page 2 (a b-tree page) claims 65535 cells
-    path = tmp_path / "damaged.sqlite"
+    at = (page - 1) * int.from_bytes(data[16:18], "big")
+    data[at + 3: at + 5] = b"\xff\xff"
+    path = tmp_path / name
     path.write_bytes(bytes(data))
-    with pytest.raises(InputError, match=r"unreadable nsys SQLite export \(quick_check: \*\*\* in database main") as caught:
-        read(path)
+    return path
+
+
+# Pages of tests/data/gemm/nsys/report.sqlite (SQLite's dbstat): 2 = the root of StringIds, 25 = the
+# one page of CUPTI_ACTIVITY_KIND_KERNEL, 86 = META_DATA_EXPORT, 21 = PROFILER_OVERHEAD (no read uses it).
+STRING_IDS_ROOT, KERNELS, META_DATA_EXPORT, PROFILER_OVERHEAD = 2, 25, 86, 21
+
+
+@pytest.mark.parametrize(("page", "table"), [(STRING_IDS_ROOT, "StringIds"), (KERNELS, "CUPTI_ACTIVITY_KIND_KERNEL")])
+def test_sqlite_failing_quick_check_in_a_table_read_is_refused(page: int, table: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = damaged_page(tmp_path, page)
+    with pytest.raises(InputError, match=rf"unreadable nsys SQLite export \(quick_check of {table}: ") as caught:
+        kernel_summary(path)
     assert "\n" not in str(caught.value)
+    assert f"{path}: unreadable nsys SQLite export (quick_check of {table}: " in one_line(capsys, ["inspect", str(path)])
     path.write_bytes(lzma.decompress(GEMM_SQLITE.read_bytes()) + b"garbage")
     with pytest.raises(InputError, match=r"\(7 bytes of garbage after its 86 pages\)"):
         read(path)
+
+
+def test_sqlite_damage_only_where_a_read_does_not_look_changes_nothing(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """quick_check runs on the tables a read takes rows from: a broken page of a table no read uses
+    leaves every number as it was, and one of a table only the Dataset read uses (META_DATA_EXPORT)
+    refuses that read while the kernel summary of the same file stands."""
+    intact = tmp_path / "intact.sqlite"
+    intact.write_bytes(lzma.decompress(GEMM_SQLITE.read_bytes()))
+    unused = damaged_page(tmp_path, PROFILER_OVERHEAD, "unused.sqlite")
+    with sqlite3.connect(f"{unused.as_uri()}?mode=ro", uri=True) as con, \
+            pytest.raises(sqlite3.DatabaseError, match="malformed"):  # the file is damaged
+        con.execute("SELECT * FROM PROFILER_OVERHEAD").fetchall()
+    expected, got = read(intact), read(unused)
+    for field in ("kernel_summary", "nvtx_summary", "memcpy_summary", "api_summary"):
+        pd.testing.assert_frame_equal(getattr(got, field), getattr(expected, field))
+    assert got.gpus == expected.gpus and got.provenance.format_version == expected.provenance.format_version
+    assert main(["inspect", str(unused)]) == 0
+    capsys.readouterr()
+
+    meta = damaged_page(tmp_path, META_DATA_EXPORT, "meta.sqlite")
+    pd.testing.assert_frame_equal(kernel_summary(meta), kernel_summary(intact))
+    assert kernel_summary(meta)["count"].tolist() == [2, 2]
+    assert "quick_check of META_DATA_EXPORT: " in one_line(capsys, ["inspect", str(meta)])
+
+
+def test_sqlite_shorter_than_its_header_states_is_refused(tmp_path: Path) -> None:
+    """Cutting the last page (META_DATA_EXPORT) leaves the kernel summary's tables whole, but the
+    header still states 86 pages; where the header's count is not valid (offsets 24 and 92 differ,
+    as SQLite before 3.7.0 left them) a partial last page is refused."""
+    data = lzma.decompress(GEMM_SQLITE.read_bytes())
+    path = tmp_path / "cut.sqlite"
+    path.write_bytes(data[:85 * 4096])
+    with pytest.raises(InputError, match=r"\(truncated: 348160 bytes, its header states 86 pages of 4096 bytes\)"):
+        kernel_summary(path)
+    legacy = bytearray(data[:85 * 4096 + 100])
+    legacy[92:96] = (int.from_bytes(legacy[24:28], "big") + 1).to_bytes(4, "big")
+    path.write_bytes(bytes(legacy))
+    with pytest.raises(InputError, match=r"\(100 bytes after its last whole page of 4096 bytes\)"):
+        kernel_summary(path)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage after", "half a second stream"])

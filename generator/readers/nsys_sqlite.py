@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import NamedTuple
@@ -39,8 +39,27 @@ from generator.readers.sqlite_file import checked_while_read
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+NVTX_TABLE = "NVTX_EVENTS"
 GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 GRAPH_NODE_TABLE = "CUDA_GRAPH_NODE_EVENTS"
+
+# The tables each read takes rows from: only those are integrity-checked (:mod:`.sqlite_file`;
+# a file without one skips it), so damage elsewhere in the file, which cannot change the read's
+# numbers, does not refuse it.
+#: The whole capture's kernel summary: the launches and their names.
+KERNEL_SUMMARY_TABLES = (KERNEL_TABLE, "StringIds")
+#: Named stages (:meth:`_Capture.staged`): the NVTX ranges and their names.
+_RANGE_TABLES = (NVTX_TABLE, "StringIds")
+#: The calls inside the ranges and the kernels they launched (:meth:`_Capture.launches`).
+_LAUNCH_TABLES = (*_RANGE_TABLES, RUNTIME_TABLE, KERNEL_TABLE)
+#: The Dataset's other summaries, GPUs and provenance (:meth:`NsysSqliteReader.read`).
+_DATASET_TABLES = (NVTX_TABLE, RUNTIME_TABLE, "StringIds", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                   "TARGET_INFO_SYSTEM_ENV", "TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU", "META_DATA_EXPORT")
+#: CUDA graph figures of the whole capture (:func:`graph_capture_totals`: launch calls by name).
+_GRAPH_TABLES = (KERNEL_TABLE, GRAPH_TRACE_TABLE, RUNTIME_TABLE, "StringIds")
+#: Module attribution: module ranges and, for graph kernels, where their nodes were created.
+_MODULE_TABLES = (*_LAUNCH_TABLES, GRAPH_NODE_TABLE)
 
 #: Per stage, what ran inside CUDA graphs (:func:`graph_summary`; ns, counts as int).
 GRAPH_COLUMNS: list[str] = [
@@ -166,8 +185,9 @@ class _Capture:
 
 
 @contextmanager
-def _open(path: str | Path) -> Iterator[_Capture]:
-    """Open an nsys export read-only; every SQLite failure becomes a one-line InputError."""
+def _open(path: str | Path, tables: Collection[str]) -> Iterator[_Capture]:
+    """Open an nsys export read-only to read ``tables`` (their integrity checked beside the block);
+    every SQLite failure becomes a one-line InputError."""
     path = Path(path)
     try:
         with open(path, "rb") as fh:
@@ -178,7 +198,7 @@ def _open(path: str | Path) -> Iterator[_Capture]:
         raise InputError(path, "not an SQLite file")
     cap: _Capture | None = None
     try:
-        with checked_while_read(path) as conn:
+        with checked_while_read(path, tables) as conn:
             try:
                 conn.execute("PRAGMA temp_store = MEMORY")
                 cap = _Capture(path, conn)
@@ -221,6 +241,16 @@ def _stage_list(stages: Sequence[str] | None) -> list[str]:
 
 def _named(chosen: Sequence[str]) -> list[str]:
     return [s for s in chosen if s != ALL_STAGES]
+
+
+def _reads(chosen: Sequence[str], tables: Sequence[str], staged: Sequence[str] = _LAUNCH_TABLES) -> set[str]:
+    """``tables``, and ``staged`` too when ``chosen`` names a stage."""
+    return {*tables, *(staged if _named(chosen) else ())}
+
+
+def _summary_reads(chosen: Sequence[str]) -> set[str]:
+    """What :func:`_kernel_summary` reads (a stage without kernels: its whole-graph replays too)."""
+    return _reads(chosen, KERNEL_SUMMARY_TABLES, (*_LAUNCH_TABLES, GRAPH_TRACE_TABLE))
 
 
 def _staged(cap: _Capture, chosen: Sequence[str]) -> AbstractContextManager:
@@ -282,7 +312,7 @@ def kernel_summary(path: str | Path, stages: Sequence[str] | None = None) -> pd.
     raises InputError naming the file and the range.
     """
     chosen = _stage_list(stages)
-    with _open(path) as cap, _staged(cap, chosen):
+    with _open(path, _summary_reads(chosen)) as cap, _staged(cap, chosen):
         return _kernel_summary(cap, chosen)
 
 
@@ -290,14 +320,15 @@ def stage_instances(path: str | Path, stages: Sequence[str]) -> dict[str, dict[s
     """Per named stage, which instances of its NVTX range a stage summary counts:
     ``{"range", "total", "first", "counted"}`` (``NAME``: all ``total``; ``NAME/INDEX[/COUNT]``:
     ``counted`` instances from ``first``). InputError as :func:`kernel_summary`."""
-    with _open(path) as cap, _staged(cap, list(dict.fromkeys(stages))):
+    chosen = list(dict.fromkeys(stages))
+    with _open(path, _reads(chosen, (), _RANGE_TABLES)) as cap, _staged(cap, chosen):
         return dict(cap.instances)
 
 
 def stage_timeline(path: str | Path, stages: Sequence[str] | None = None) -> pd.DataFrame:
     """Per stage and device: launches, kernel/busy/idle time, idle gaps and span (TIMELINE_COLUMNS)."""
     chosen = _stage_list(stages)
-    with _open(path) as cap, _staged(cap, chosen):
+    with _open(path, _reads(chosen, (KERNEL_TABLE,))) as cap, _staged(cap, chosen):
         return _stage_timeline(cap, chosen)
 
 
@@ -410,7 +441,7 @@ class NsysSqliteReader:
 
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
         chosen = _stage_list(None if stage is None else [stage])
-        with _open(path) as cap:
+        with _open(path, _summary_reads(chosen) | set(_DATASET_TABLES)) as cap:
             with _staged(cap, chosen):
                 summary = _kernel_summary(cap, chosen)
             return Dataset(
@@ -431,7 +462,7 @@ def graph_summary(path: str | Path, stages: Sequence[str]) -> pd.DataFrame:
     kernel time, and whole-graph rows (GRAPH_COLUMNS, stages in the order given; ALL_STAGES = the
     whole capture, every launch of the file)."""
     chosen = _stage_list(stages)
-    with _open(path) as cap, _staged(cap, chosen):
+    with _open(path, _reads(chosen, _GRAPH_TABLES)) as cap, _staged(cap, chosen):
         return _graph_summary(cap, chosen)
 
 
@@ -470,7 +501,8 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
     the stage and the first launch with it, located by the module ranges of ``module_domain``: the
     innermost one open at the launch call (name and occurrence on its thread), else how many ended
     in the stage instance before the call (REPRESENTATIVE_COLUMNS)."""
-    with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))), _module_ranges(cap, module_domain):
+    with _open(path, _LAUNCH_TABLES) as cap, cap.staged(list(dict.fromkeys(stages))), \
+            _module_ranges(cap, module_domain):
         cap.launches()
         cap.conn.execute("CREATE TEMP TABLE wanted_names (id INTEGER PRIMARY KEY)")
         try:
@@ -502,7 +534,7 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
 def graph_node_modules(path: str | Path, module_domain: str) -> pd.DataFrame:
     """Per graph node that ran a kernel: the node it was instantiated from and the innermost range of
     ``module_domain`` open when that node was captured (None: none). Empty without node data."""
-    with _open(path) as cap:
+    with _open(path, (KERNEL_TABLE, GRAPH_NODE_TABLE, *_RANGE_TABLES)) as cap:
         if GRAPH_NODE_TABLE not in cap.tables or "graphNodeId" not in cap.columns(KERNEL_TABLE):
             return pd.DataFrame(columns=["node", "original", "module"])
         with _module_ranges(cap, module_domain):
@@ -530,7 +562,7 @@ def module_kernels(path: str | Path, stages: Sequence[str]) -> ModuleAttribution
     creation), aggregated in SQLite per (stage, module path, class, kernel). InputError as
     :func:`kernel_summary`.
     """
-    with _open(path) as cap, cap.staged(list(dict.fromkeys(stages))):
+    with _open(path, _MODULE_TABLES) as cap, cap.staged(list(dict.fromkeys(stages))):
         return _module_kernels(cap)
 
 
@@ -583,7 +615,8 @@ def read_stages(path: str | Path, stages: Sequence[str]) -> StageReading:
     and (of the named stages) :func:`module_kernels` of ``stages``, the file opened and the stages'
     ranges and calls joined once. InputError as :func:`kernel_summary`."""
     chosen = _stage_list(stages)
-    with _open(path) as cap, _staged(cap, chosen):
+    with _open(path, _summary_reads(chosen) | _reads(chosen, _GRAPH_TABLES, _MODULE_TABLES)) as cap, \
+            _staged(cap, chosen):
         summary = _kernel_summary(cap, chosen)
         modules = _module_kernels(cap) if _named(chosen) else ModuleAttribution(None, None, {})
         return StageReading(summary, dict(cap.instances), _graph_summary(cap, chosen), _stage_timeline(cap, chosen),
