@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,7 +135,7 @@ def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: Ve
         step(f"{config.id}/{version.id}: unchanged, kept")
     rebuilt = [i for i, k in enumerate(kept) if not k]
     if rebuilt:
-        read = _read_versions(job, store, range(max(rebuilt) + 1), step)
+        read = _read_versions(job, store, range(max(rebuilt) + 1), step, meanwhile=_import_site_builder)
         results: list[VersionResult] = []
         for index, (inputs, sweep) in enumerate(read):
             step(f"{config.id}/{versions[index].id}: analyzing")
@@ -147,9 +148,18 @@ def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: Ve
     write_version_index(meta, out)
 
 
-def _read_versions(job: ReportJob, store: BuildCache, indices: range,
-                   step: Callable[[str], None]) -> list[tuple[VersionInputs, SweepResult | None]]:
-    """The inputs (and sweep) of ``versions[i]`` for each of ``indices``, read side by side."""
+def _import_site_builder() -> None:
+    """Import the page renderer and MkDocs and start loading jieba's dictionary
+    (generator.pipeline.mkdocs_site) here, while the inputs are read: the rendering workers then
+    inherit them instead of each paying."""
+    for module in ("generator.render.pages", "generator.pipeline.mkdocs_site"):
+        importlib.import_module(module)
+
+
+def _read_versions(job: ReportJob, store: BuildCache, indices: range, step: Callable[[str], None],
+                   meanwhile: Callable[[], object]) -> list[tuple[VersionInputs, SweepResult | None]]:
+    """The inputs (and sweep) of ``versions[i]`` for each of ``indices``, read side by side;
+    ``meanwhile()`` here as they are read."""
     versions = job.config.versions
     groups = _sharing_groups([_input_files(versions[i]) for i in indices])
 
@@ -163,7 +173,7 @@ def _read_versions(job: ReportJob, store: BuildCache, indices: range,
 
     done = run_side_by_side(
         [functools.partial(read, group) for group in groups],
-        lambda n: [step(f"{job.config.id}/{versions[i].id}: inputs read") for i in groups[n]])
+        lambda n: [step(f"{job.config.id}/{versions[i].id}: inputs read") for i in groups[n]], meanwhile=meanwhile)
     for _, (hits, misses) in done:
         store.hits += hits
         store.misses += misses

@@ -51,12 +51,14 @@ def _run(index: int) -> object:
 
 
 def run_side_by_side(tasks: Sequence[Callable[[], T]], done: Callable[[int], None] = lambda i: None,
-                     *, forking: bool = True) -> list[T]:
+                     *, meanwhile: Callable[[], object] = lambda: None) -> list[T]:
     """Each task's value, in task order; ``done(i)`` when task ``i`` has finished (in this process).
-    ``forking=False`` (or no ``fork``, one task, one CPU) runs them here, one after another."""
+    ``meanwhile()`` runs here once the workers are forked (else before the tasks): what this
+    process prepares while it waits, for the next workers to inherit."""
     global _TASKS
     workers = min(cpus(), len(tasks))
-    if not forking or workers < 2 or not fork_safe():
+    if workers < 2 or not fork_safe():
+        meanwhile()
         values = []
         for i, task in enumerate(tasks):
             values.append(task())
@@ -67,6 +69,7 @@ def run_side_by_side(tasks: Sequence[Callable[[], T]], done: Callable[[int], Non
         # a fork-context pool starts all its workers at the first submit, here, before its own thread
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = {pool.submit(_run, i): i for i in range(len(tasks))}
+            meanwhile()
             for future in as_completed(futures):
                 if future.exception() is None:
                     done(futures[future])
