@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +134,7 @@ def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: Ve
         step(f"{config.id}/{version.id}: unchanged, kept")
     rebuilt = [i for i, k in enumerate(kept) if not k]
     if rebuilt:
-        read = _read_versions(job, store, range(max(rebuilt) + 1), step, meanwhile=_import_site_builder)
+        read = _read_versions(job, store, range(max(rebuilt) + 1), step, meanwhile=_prepare_rendering)
         results: list[VersionResult] = []
         for index, (inputs, sweep) in enumerate(read):
             step(f"{config.id}/{versions[index].id}: analyzing")
@@ -148,12 +147,15 @@ def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: Ve
     write_version_index(meta, out)
 
 
-def _import_site_builder() -> None:
-    """Import the page renderer and MkDocs and start loading jieba's dictionary
-    (generator.pipeline.mkdocs_site) here, while the inputs are read: the rendering workers then
-    inherit them instead of each paying."""
-    for module in ("generator.render.pages", "generator.pipeline.mkdocs_site"):
-        importlib.import_module(module)
+def _prepare_rendering() -> None:
+    """Import the page renderer and MkDocs, start loading jieba's dictionary
+    (generator.pipeline.mkdocs_site) and compile the page and theme templates here, while the
+    inputs are read: the rendering workers inherit all of it instead of each paying."""
+    from generator.pipeline.mkdocs_site import compile_theme
+    from generator.render.pages import compile_templates
+
+    compile_templates()
+    compile_theme()
 
 
 def _read_versions(job: ReportJob, store: BuildCache, indices: range, step: Callable[[str], None],

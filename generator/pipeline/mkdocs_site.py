@@ -18,6 +18,7 @@ from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import MkDocsException
 from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.theme import Theme
 
 from generator.errors import InputError
 
@@ -102,6 +103,18 @@ class _Bytecode(jinja2.BytecodeCache):
 #: shared by every theme environment of the process (MkDocs makes one per build and i18n one per
 #: language, each compiling Material's templates anew: that was a fifth of a version's build)
 _THEME_BYTECODE = _Bytecode()
+
+
+def compile_theme() -> None:
+    """Compile Material's templates into the shared cache now: a worker forked afterwards builds
+    its versions without compiling them."""
+    env = Theme(name="material").get_env()
+    env.bytecode_cache = _THEME_BYTECODE
+    for name in env.list_templates(filter_func=lambda n: n.endswith(".html")):
+        try:
+            env.get_template(name)
+        except jinja2.TemplateAssertionError:  # needs another plugin's filters (the blog's): not ours
+            pass
 
 
 class _CompiledTheme(BasePlugin):

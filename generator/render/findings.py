@@ -19,6 +19,12 @@ def _env() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
 
+def compile_finding_templates() -> None:
+    """Compile every finding template now (see pages.compile_templates)."""
+    for name in _env().list_templates(filter_func=lambda n: n.endswith(".j2")):
+        _env().get_template(name)
+
+
 def _template(stem: str, lang: str) -> jinja2.Template:
     """``<stem>.<lang>.md.j2``, else (a language not yet translated here) the default language's."""
     return _env().select_template([f"{stem}.{lang}.md.j2", f"{stem}.{LANGS[0]}.md.j2"])
