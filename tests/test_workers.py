@@ -57,3 +57,30 @@ def test_a_process_running_the_chart_runtime_does_not_fork() -> None:
     assert got["safe"] is False
     assert got["pids"] == [got["me"]] * 3 and got["done"] == [0, 1, 2]
     assert got["error"] == "second: bad"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(cpus() < 2, reason="one CPU: nothing runs side by side")
+def test_example_built_side_by_side_equals_one_process_build(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled example built by the CLI in a fresh process (versions read and rendered in
+    forked workers) is byte-identical to a build that does everything in this process."""
+    import generator.pipeline.workers as workers
+    from generator.pipeline.build import build_site
+
+    report = ROOT / "examples" / "ocr-vlm" / "report.yaml"
+    forked = subprocess.run([sys.executable, "-m", "generator", "build", str(report), "--out",
+                             str(tmp_path / "a" / "site"), "--src", str(tmp_path / "a" / "src")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "KERNEL_REPORT_CACHE": "off",
+                                 "HOME": str(tmp_path)})
+    assert forked.returncode == 0, forked.stderr[-2000:]
+    monkeypatch.setattr(workers, "fork_safe", lambda: False)
+    build_site([report], tmp_path / "b" / "site", tmp_path / "b" / "src")
+    for part in ("site", "src"):
+        a, b = (tree(tmp_path / side / part) for side in "ab")
+        assert a.keys() == b.keys() and a == b, sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))[:5]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
