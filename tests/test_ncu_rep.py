@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import lzma
+import os
 import shutil
+from pathlib import Path
 
 import ncu_report
 import pytest
@@ -127,3 +129,25 @@ def test_sparse_peak_is_not_taken_for_dense():
         for name in path.dense_peaks:
             assert "sparsity_on" not in name
             assert "sparsity_off" in name or path.label == "fp64"
+
+
+def _die() -> None:
+    os._exit(3)
+
+
+def _fail(name: str) -> None:
+    raise InputError(name, "bad launch")
+
+
+def test_report_readers_in_children_answer_in_order_and_name_a_crash(tmp_path: Path) -> None:
+    """The .ncu-rep reader's children: values in call order, the first failure in call order
+    raised, and a child that dies without answering (ncu_report crashing) one InputError."""
+    from generator.readers.ncu_rep import _in_children
+
+    report = tmp_path / "r.ncu-rep"
+    values, extra = _in_children(report, [(os.getpid, ()), (abs, (-3,)), (max, (1, 5))], 2, lambda: "here")
+    assert values[1:] == [3, 5] and values[0] != os.getpid() and extra == "here"
+    with pytest.raises(InputError, match="first: bad launch"):
+        _in_children(report, [(abs, (1,)), (_fail, ("first",)), (_fail, ("second",))], 2, lambda: None)
+    with pytest.raises(InputError, match=r"r\.ncu-rep: Nsight Compute's report reader crashed"):
+        _in_children(report, [(_die, ())], 1, lambda: None)

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import re
+import signal
 import struct
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -28,6 +31,7 @@ from generator.readers.base import sha256_of
 from generator.run_layout import CAPTURE_NVTX_DOMAINS
 
 MAGIC = b"NVR\x00"
+T = TypeVar("T")
 _VERSION = re.compile(rb"(\d{4}\.\d+\.\d+)\.\d+ \(build \d+\)")
 
 
@@ -41,48 +45,134 @@ class NcuRepReader:
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
         path = Path(path)
         check_complete(path)
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as child:
-            rows, gpus = child.submit(_launches, path).result()
-        version = report_version(path)
+        rows, gpus, (version, sha256) = _launches(path, lambda: (report_version(path), sha256_of(path)))
         frame, notes = kernel_metrics_frame(rows, stage)
         return Dataset(
             provenance=Provenance(
                 path=str(path), format=self.format,
-                format_version=f"ncu {version}" if version else None, sha256=sha256_of(path), notes=notes),
+                format_version=f"ncu {version}" if version else None, sha256=sha256, notes=notes),
             kernel_metrics=frame,
             gpus=gpus,
         )
 
 
-def _launches(path: Path) -> tuple[list[dict], list[GpuInfo]]:
-    """Every launch row and device of a report, read with ncu_report. Run in a child process:
-    ncu_report keeps what it loaded (about 1 GB for a 224-launch full-set report) until the
-    process ends, so a build or test reading many reports would otherwise hold them all. The child
-    is forked (not spawned): it needs no re-import of the caller's main module, so scripts that use
-    the reader without a ``__main__`` guard work."""
+#: Launches one child process reads. ncu_report keeps every launch it loaded until its process ends,
+#: about 5 MB each in a full-set report (990 MiB for the 198 of examples/runs/ocr-vlm-sdpa): a child
+#: per 64 launches stays near 400 MiB.
+SHARD_LAUNCHES = 64
+
+
+def _launches(path: Path, meanwhile: Callable[[], T]) -> tuple[list[dict], list[GpuInfo], T]:
+    """Every launch row and device of a report, read with ncu_report in child processes, one per CPU
+    at a time, each reading at most :data:`SHARD_LAUNCHES` launches and ending with them (a build or
+    test reading many reports would otherwise hold them all). ``meanwhile()`` runs here while they
+    read; its value comes third."""
+    (counts,), _ = _in_children(path, [(_range_sizes, (path,))], 1, lambda: None)
+    total = sum(counts)
+    if not total:
+        raise InputError(path, "report holds no profiled launches")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    # as many shards as CPUs, or a multiple of that so none exceeds SHARD_LAUNCHES; sizes even
+    count = cpus * -(-total // (cpus * SHARD_LAUNCHES))
+    size = -(-total // count)
+    shards = [(_shard, (path, counts, start, min(start + size, total))) for start in range(0, total, size)]
+    parts, extra = _in_children(path, shards, cpus, meanwhile)
+    gpus: dict[int | None, GpuInfo] = {}
+    for _, found in parts:
+        for gpu in found:
+            gpus.setdefault(gpu.index, gpu)
+    return [row for rows, _ in parts for row in rows], list(gpus.values()), extra
+
+
+def _in_children(path: Path, calls: list[tuple[Callable, tuple]], limit: int,
+                 meanwhile: Callable[[], T]) -> tuple[list, T]:
+    """Each call's value, each computed in a child forked for it, at most ``limit`` at a time, and
+    ``meanwhile()``'s, run here once the first children run. Children are forked from this thread
+    by this function alone (a pool's helper threads would fork with their locks held: a replacement
+    worker hung that way). The first failing call in order raises its error; a child that ends
+    without answering (ncu_report crashing on a damaged report) is an InputError naming ``path``."""
+    fork = multiprocessing.get_context("fork")
+    values: list = [None] * len(calls)
+    errors: dict[int, BaseException] = {}
+    waiting = list(enumerate(calls))
+    running: dict[Connection, tuple[int, multiprocessing.process.BaseProcess]] = {}
+    extra: T | None = None
+    started = False
+    while waiting and not errors or running:
+        while waiting and len(running) < limit and not errors:
+            index, (function, args) = waiting.pop(0)
+            reader, writer = fork.Pipe(duplex=False)
+            child = fork.Process(target=_answer, args=(writer, function, args), daemon=True)
+            child.start()
+            writer.close()
+            running[reader] = (index, child)
+        if not started:
+            extra, started = meanwhile(), True
+        for reader in wait(list(running)):
+            index, child = running.pop(reader)
+            try:
+                ok, value = reader.recv()
+            except (EOFError, OSError):
+                ok, value = False, InputError(path, "Nsight Compute's report reader crashed on this file")
+            reader.close()
+            child.join()
+            if ok:
+                values[index] = value
+            else:
+                errors[index] = value
+    if errors:
+        raise errors[min(errors)]
+    return values, extra  # type: ignore[return-value]
+
+
+def _answer(writer: Connection, function: Callable, args: tuple) -> None:
+    """In a child: ``function(*args)`` sent back as (True, value), or (False, the error)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked CLI would raise KeyboardInterrupt here
+    try:
+        writer.send((True, function(*args)))
+    except BaseException as exc:  # every failure goes back to the parent
+        try:
+            writer.send((False, exc))
+        except Exception:  # an error that does not pickle: its text
+            writer.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        writer.close()
+
+
+def _load(path: Path):
     import ncu_report
 
     try:
-        context = ncu_report.load_report(str(path))
+        return ncu_report.load_report(str(path))
     except Exception as exc:  # the module raises plain exceptions for unreadable reports
         raise InputError(path, f"cannot load Nsight Compute report ({exc})") from None
+
+
+def _range_sizes(path: Path) -> list[int]:
+    """Launches per range of the report (loading the report reads no launch yet)."""
+    context = _load(path)
+    return [context.range_by_idx(r).num_actions() for r in range(context.num_ranges())]
+
+
+def _shard(path: Path, counts: list[int], start: int, stop: int) -> tuple[list[dict], list[GpuInfo]]:
+    """Rows and devices of launches ``start`` … ``stop - 1`` (numbered across ranges, in order)."""
+    context = _load(path)
     rows: list[dict] = []
-    gpus: dict[int | None, GpuInfo] = {}
-    launch_id = 0
-    for r in range(context.num_ranges()):
+    gpus: list[GpuInfo] = []
+    first = 0
+    for r, count in enumerate(counts):
         rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
+        for a in range(max(start - first, 0), min(stop - first, count)):
+            launch_id = first + a
             action = rng.action_by_idx(a)
             try:
                 rows.append(_launch_row(action, launch_id))
             except ValueError as exc:
                 raise InputError(path, f"launch {launch_id}: {exc}") from None
-            gpu = _gpu(action)
-            gpus.setdefault(gpu.index, gpu)
-            launch_id += 1
-    if not rows:
-        raise InputError(path, "report holds no profiled launches")
-    return rows, list(gpus.values())
+            gpus.append(_gpu(action))
+        first += count
+    return rows, gpus
 
 
 #: Column order of kernel_metrics as the ncu readers produce it.
