@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.pipeline.workers import cpus
+from generator.machine import cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = """

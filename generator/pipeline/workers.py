@@ -19,6 +19,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import TypeVar
 
+from generator.machine import cpus
+
 T = TypeVar("T")
 
 #: Thread names (Linux ``comm``) of runtimes a forked copy of this process cannot use: V8 and tokio
@@ -26,11 +28,6 @@ T = TypeVar("T")
 UNFORKABLE_THREADS = ("V8 ", "tokio-")
 #: The tasks of the pool being run: set before its workers are forked, read by them.
 _TASKS: Sequence[Callable[[], object]] = ()
-
-
-def cpus() -> int:
-    """CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def fork_safe() -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import multiprocessing
-import os
 import re
 import signal
 import struct
@@ -19,6 +18,7 @@ from typing import TypeVar
 import pandas as pd
 
 from generator.errors import InputError
+from generator.machine import cpus
 from generator.metric_table import (
     CANONICAL_METRIC_NAMES,
     NCU_BOTTLENECK_COLUMN,
@@ -71,12 +71,12 @@ def _launches(path: Path, meanwhile: Callable[[], T]) -> tuple[list[dict], list[
     total = sum(counts)
     if not total:
         raise InputError(path, "report holds no profiled launches")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = cpus()
     # as many shards as CPUs, or a multiple of that so none exceeds SHARD_LAUNCHES; sizes even
-    count = cpus * -(-total // (cpus * SHARD_LAUNCHES))
+    count = workers * -(-total // (workers * SHARD_LAUNCHES))
     size = -(-total // count)
     shards = [(_shard, (path, counts, start, min(start + size, total))) for start in range(0, total, size)]
-    parts, extra = _in_children(path, shards, cpus, meanwhile)
+    parts, extra = _in_children(path, shards, workers, meanwhile)
     gpus: dict[int | None, GpuInfo] = {}
     for _, found in parts:
         for gpu in found:
