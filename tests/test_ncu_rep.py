@@ -1,6 +1,7 @@
 """`.ncu-rep` reader: identity, canonical metrics and devices, checked against ncu_report itself."""
 from __future__ import annotations
 
+import functools
 import lzma
 import os
 import shutil
@@ -145,9 +146,11 @@ def test_report_readers_in_children_answer_in_order_and_name_a_crash(tmp_path: P
     from generator.readers.ncu_rep import _in_children
 
     report = tmp_path / "r.ncu-rep"
-    values, extra = _in_children(report, [(os.getpid, ()), (abs, (-3,)), (max, (1, 5))], 2, lambda: "here")
+    values, extra = _in_children(report, [os.getpid, functools.partial(abs, -3), functools.partial(max, 1, 5)], 2,
+                                 lambda: "here")
     assert values[1:] == [3, 5] and values[0] != os.getpid() and extra == "here"
     with pytest.raises(InputError, match="first: bad launch"):
-        _in_children(report, [(abs, (1,)), (_fail, ("first",)), (_fail, ("second",))], 2, lambda: None)
+        _in_children(report, [functools.partial(abs, 1), functools.partial(_fail, "first"),
+                              functools.partial(_fail, "second")], 2, lambda: None)
     with pytest.raises(InputError, match=r"r\.ncu-rep: Nsight Compute's report reader crashed"):
-        _in_children(report, [(_die, ())], 1, lambda: None)
+        _in_children(report, [_die], 1, lambda: None)

@@ -26,14 +26,15 @@ from generator.analyses.chart_notes import with_sweep_note
 from generator.analyses.result import SweepResult, VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.errors import InputError
+from generator.forks import Forks, fork_safe
 from generator.languages import LANGS
+from generator.machine import cpus
 from generator.model import ReportMeta, VersionInputs
 from generator.pipeline.build_cache import BuildCache, default_root
 from generator.pipeline.config import ReportConfig, VersionConfig, load_report, report_meta
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
 from generator.pipeline.version_reuse import VersionReuse, version_key
-from generator.pipeline.workers import run_side_by_side
 from generator.render.site import write_mkdocs_config, write_report_index, write_version_index
 
 
@@ -113,14 +114,10 @@ def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: Ve
     """Every version of one report into the ``staged`` (site, Markdown) folders.
 
     A version whose key is unchanged is copied from the ``built`` ones of the last build
-    (:mod:`.version_reuse`). The others, and the versions before them (each analysis compares
-    with the one before), are read side by side (:mod:`.workers`; versions that share an input
-    file are read by one worker, so each file is read once), analysed here in order, then
-    rendered and built side by side.
+    (:mod:`.version_reuse`); the others are read, analysed and rendered
+    (:func:`_read_analyze_render`).
     """
     config = job.config
-    settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
-                                margin=config.classification.margin, peaks=config.gpu.as_settings())
     out, src = staged
     versions = config.versions
     keys: list[str | None] = []
@@ -134,23 +131,68 @@ def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: Ve
         step(f"{config.id}/{version.id}: unchanged, kept")
     rebuilt = [i for i, k in enumerate(kept) if not k]
     if rebuilt:
-        read = _read_versions(job, store, range(max(rebuilt) + 1), step, meanwhile=_prepare_rendering)
-        results: list[VersionResult] = []
-        for index, (inputs, sweep) in enumerate(read):
-            step(f"{config.id}/{versions[index].id}: analyzing")
-            results.append(_analysis(versions[index].id, inputs, sweep, settings, results[-1] if results else None))
-        run_side_by_side(
-            [functools.partial(render_and_build, results[i], meta, job.path, trees[i][1], trees[i][0]) for i in rebuilt],
-            lambda n: step(f"{config.id}/{versions[rebuilt[n]].id}: rendered and built"))
+        _read_analyze_render(job, meta, store, trees, rebuilt, step)
         for i in rebuilt:
             reuse.remember(keys[i], trees[i])
     write_version_index(meta, out)
 
 
+def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, trees: list[tuple[Path, Path]],
+                         rebuilt: list[int], step: Callable[[str], None]) -> None:
+    """Read, analyse and render the ``rebuilt`` versions into ``trees`` (site, Markdown), as a pipeline.
+
+    Versions ``0 … max(rebuilt)`` are read side by side in forked children (:mod:`generator.forks`;
+    versions that share an input file in one, so each file is read once). Each is analysed here as
+    soon as its inputs and the analysis before it are in (each compares with the one before), and
+    each rebuilt one is rendered and built in a child forked as soon as its analysis is done (it
+    inherits the analysis), beside the reading and analysing still going on. The error raised does
+    not depend on timing: the first failing read in order, else the first failing analysis, else the
+    first failing render.
+    """
+    config = job.config
+    versions = config.versions
+    settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
+                                margin=config.classification.margin, peaks=config.gpu.as_settings())
+    count = max(rebuilt) + 1
+    groups = _sharing_groups([_input_files(versions[i]) for i in range(count)])
+    inputs: dict[int, tuple[VersionInputs, SweepResult | None]] = {}
+    results: list[VersionResult] = []
+    errors: dict[tuple[int, int], BaseException] = {}  # (0 read | 1 analysis | 2 render, group or version)
+    with Forks(cpus(), here=cpus() < 2 or not fork_safe()) as forks:
+        for n, group in enumerate(groups):
+            forks.submit((0, n), functools.partial(_read_group, job, store, group))
+        _prepare_rendering()
+        while forks.pending():
+            (phase, n), ok, value = forks.next()
+            if not ok:
+                errors[(phase, n)] = value
+            elif phase == 0:
+                values, (hits, misses) = value
+                store.hits, store.misses = store.hits + hits, store.misses + misses
+                inputs.update(zip(groups[n], values))
+                for i in groups[n]:
+                    step(f"{config.id}/{versions[i].id}: inputs read")
+            else:
+                step(f"{config.id}/{versions[n].id}: rendered and built")
+            while not errors and len(results) in inputs:
+                i = len(results)
+                step(f"{config.id}/{versions[i].id}: analyzing")
+                try:
+                    results.append(_analysis(versions[i].id, *inputs.pop(i), settings, results[-1] if results else None))
+                except Exception as exc:  # noqa: BLE001 - raised below, once the children are done
+                    errors[(1, i)] = exc
+                    break
+                if i in rebuilt:
+                    forks.submit((2, i), functools.partial(render_and_build, results[i], meta, job.path,
+                                                           trees[i][1], trees[i][0]))
+    if errors:
+        raise errors[min(errors)]
+
+
 def _prepare_rendering() -> None:
     """Import the page renderer and MkDocs, start loading jieba's dictionary
     (generator.pipeline.mkdocs_site) and compile the page and theme templates here, while the
-    inputs are read: the rendering workers inherit all of it instead of each paying."""
+    inputs are read: the rendering children inherit all of it instead of each paying."""
     from generator.pipeline.mkdocs_site import compile_theme
     from generator.render.pages import compile_templates
 
@@ -158,29 +200,17 @@ def _prepare_rendering() -> None:
     compile_theme()
 
 
-def _read_versions(job: ReportJob, store: BuildCache, indices: range, step: Callable[[str], None],
-                   meanwhile: Callable[[], object]) -> list[tuple[VersionInputs, SweepResult | None]]:
-    """The inputs (and sweep) of ``versions[i]`` for each of ``indices``, read side by side;
-    ``meanwhile()`` here as they are read."""
+def _read_group(job: ReportJob, store: BuildCache, group: list[int]
+                ) -> tuple[list[tuple[VersionInputs, SweepResult | None]], tuple[int, int]]:
+    """The inputs (and sweep) of each of ``group``'s versions, and the build cache hits and misses
+    of reading them (counted where the values arrive: in the parent, or here when it is the parent)."""
     versions = job.config.versions
-    groups = _sharing_groups([_input_files(versions[i]) for i in indices])
-
-    def read(group: list[int]) -> tuple[list[tuple[VersionInputs, SweepResult | None]], tuple[int, int]]:
-        counts = store.hits, store.misses
-        with InputCache(store) as cache:
-            values = [sweep_version(versions[i], cache, job.path, i) for i in group]
-        read_counts = store.hits - counts[0], store.misses - counts[1]
-        store.hits, store.misses = counts  # counted where the values arrive: here or in the parent
-        return values, read_counts
-
-    done = run_side_by_side(
-        [functools.partial(read, group) for group in groups],
-        lambda n: [step(f"{job.config.id}/{versions[i].id}: inputs read") for i in groups[n]], meanwhile=meanwhile)
-    for _, (hits, misses) in done:
-        store.hits += hits
-        store.misses += misses
-    by_index = {i: value for group, (values, _) in zip(groups, done) for i, value in zip(group, values)}
-    return [by_index[i] for i in indices]
+    counts = store.hits, store.misses
+    with InputCache(store) as cache:
+        values = [sweep_version(versions[i], cache, job.path, i) for i in group]
+    read_counts = store.hits - counts[0], store.misses - counts[1]
+    store.hits, store.misses = counts
+    return values, read_counts
 
 
 def _input_files(version: VersionConfig) -> set[Path]:

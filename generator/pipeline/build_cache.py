@@ -110,6 +110,13 @@ class BuildCache:
         head = json.dumps([code_fingerprint(), str(path), file_digest(path), call, args])
         return hashlib.sha256(head.encode()).hexdigest()
 
+    def holds(self, path: Path, call: str, args: object) -> bool:
+        """Whether an entry for ``call(path, *args)`` is stored (:meth:`get` still checks it)."""
+        if self.root is None:
+            return False
+        key = self.key(path, call, args)
+        return (self.root / key[:2] / key).exists()
+
     def get(self, path: Path, call: str, args: object, compute: Callable[[], Value]) -> Value:
         """The value ``compute()`` gives for ``call(path, *args)``, from the cache when stored."""
         if self.root is None:

@@ -14,6 +14,7 @@ cache (:mod:`generator.pipeline.build_cache`) holds what it read as.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import tempfile
@@ -24,6 +25,7 @@ from typing import TypeVar
 import pandas as pd
 
 from generator.errors import InputError
+from generator.forks import Forks, can_fork
 from generator.model import (
     ALL_STAGES,
     KERNEL_SUMMARY_COLUMNS,
@@ -60,19 +62,45 @@ class InputCache:
         self._plain: dict[Path, Path] = {}
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
         self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}
+        self._ahead = Forks(1, here=not can_fork())
+        self._pending: set[Path] = set()
 
     def __enter__(self) -> InputCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._ahead.__exit__(*exc)
         self._tmp.cleanup()
+
+    def prefetch(self, paths: list[Path]) -> None:
+        """Start reading ``paths`` (whole files, no stage) in a forked child, one file after the
+        other, while this process reads the rest; :meth:`read` collects them. Files read or stored
+        already are left alone."""
+        for path in paths:
+            path = path.resolve()
+            if (path, None) in self._datasets or path in self._pending or self.store.holds(path, "read", [None]):
+                continue
+            self._pending.add(path)
+            self._ahead.submit(path, functools.partial(self._counted_read, path))
 
     def read(self, path: Path, stage: str | None = None) -> Dataset:
         key = (path.resolve(), stage)
+        if key not in self._datasets and stage is None and key[0] in self._pending:
+            self._pending.discard(key[0])
+            dataset, hits, misses = self._ahead.result(key[0])
+            self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
+            self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         if key not in self._datasets:
             dataset = self.store.get(path, "read", [stage], lambda: self._on_plain(path, lambda plain: read(plain, stage=stage)))
             self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         return self._datasets[key]
+
+    def _counted_read(self, path: Path) -> tuple[Dataset, int, int]:
+        """In the prefetching child: what the store gives for ``path`` (read and stored there), with
+        the store's hits and misses for it."""
+        hits, misses = self.store.hits, self.store.misses
+        dataset = self.store.get(path, "read", [None], lambda: self._on_plain(path, lambda plain: read(plain)))
+        return dataset, self.store.hits - hits, self.store.misses - misses
 
     def stages(self, path: Path, stages: tuple[str, ...]) -> StageReading:
         """Kernel summaries, range instances, CUDA graph and timeline figures and module attribution of
@@ -88,9 +116,8 @@ class InputCache:
         path = path.resolve()
         if path.suffix != ".xz":
             return action(path)
-        if path not in self._plain:
-            plain = Path(self._tmp.name) / str(len(self._plain)) / path.stem
-            plain.parent.mkdir()
+        if path not in self._plain:  # a folder of its own: a prefetching child decompresses here too
+            plain = Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem
             decompress_xz(path, plain)
             self._plain[path] = plain
         with naming(path):
@@ -159,6 +186,22 @@ def first_existing(run: Path, candidates: tuple[str, ...], what: str) -> Path:
     raise InputError(run, f"no {what} (looked for {', '.join(candidates)})")
 
 
+def ncu_passes(run: Path) -> list[Path]:
+    """The file of each ncu pass of a run directory: the first pass's, then the retry's when there was one."""
+    first = first_existing(run, ncu_candidates(), "ncu report or raw CSV")
+    retries = [next((run / name for name in ncu_candidates(suffix) if (run / name).is_file()), None)
+               for suffix in NCU_PASSES[1:]]
+    return [first, *(path for path in retries if path is not None)]
+
+
+def _ncu_passes_found(run: Path) -> list[Path]:
+    """:func:`ncu_passes`, or none where a file is missing (reported where the run is read)."""
+    try:
+        return ncu_passes(run)
+    except InputError:
+        return []
+
+
 def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path, index: int) -> VersionInputs:
     """Read everything ``versions[index]`` of ``report_file`` names.
 
@@ -175,6 +218,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     modules: list[ModuleAttribution] = []  # kernel → module attribution of each staged nsys SQLite export
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
+    # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
+    cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
+                   + [path for entry in version.inputs.ncu for path in entry.paths])
     for run in version.runs:
         manifest = load_manifest(run)
         manifests.append(manifest)
@@ -193,11 +239,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         graphs.append(reading.graphs)
         spans.append(reading.timeline)
         others.append(nsys)
-        metrics.append(cache.read(first_existing(run, ncu_candidates(), "ncu report or raw CSV")))
-        for suffix in NCU_PASSES[1:]:  # a retry pass over kernels the first one missed, when there was one
-            retry = next((run / name for name in ncu_candidates(suffix) if (run / name).is_file()), None)
-            if retry is not None:
-                metrics.append(cache.read(retry))
+        metrics += [cache.read(path) for path in ncu_passes(run)]
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)

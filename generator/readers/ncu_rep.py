@@ -5,19 +5,18 @@ metric of :mod:`generator.metric_table` and the tensor datapath; device attribut
 """
 from __future__ import annotations
 
+import functools
 import math
-import multiprocessing
 import re
-import signal
 import struct
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TypeVar
 
 import pandas as pd
 
 from generator.errors import InputError
+from generator.forks import ChildCrashed, can_fork, side_by_side
 from generator.machine import cpus
 from generator.metric_table import (
     CANONICAL_METRIC_NAMES,
@@ -63,11 +62,11 @@ SHARD_LAUNCHES = 64
 
 
 def _launches(path: Path, meanwhile: Callable[[], T]) -> tuple[list[dict], list[GpuInfo], T]:
-    """Every launch row and device of a report, read with ncu_report in child processes, one per CPU
+    """Every launch row and device of a report, read with ncu_report in forked children, one per CPU
     at a time, each reading at most :data:`SHARD_LAUNCHES` launches and ending with them (a build or
     test reading many reports would otherwise hold them all). ``meanwhile()`` runs here while they
     read; its value comes third."""
-    (counts,), _ = _in_children(path, [(_range_sizes, (path,))], 1, lambda: None)
+    (counts,), _ = _in_children(path, [functools.partial(_range_sizes, path)], 1, lambda: None)
     total = sum(counts)
     if not total:
         raise InputError(path, "report holds no profiled launches")
@@ -75,7 +74,8 @@ def _launches(path: Path, meanwhile: Callable[[], T]) -> tuple[list[dict], list[
     # as many shards as CPUs, or a multiple of that so none exceeds SHARD_LAUNCHES; sizes even
     count = workers * -(-total // (workers * SHARD_LAUNCHES))
     size = -(-total // count)
-    shards = [(_shard, (path, counts, start, min(start + size, total))) for start in range(0, total, size)]
+    shards = [functools.partial(_shard, path, counts, start, min(start + size, total))
+              for start in range(0, total, size)]
     parts, extra = _in_children(path, shards, workers, meanwhile)
     gpus: dict[int | None, GpuInfo] = {}
     for _, found in parts:
@@ -84,60 +84,17 @@ def _launches(path: Path, meanwhile: Callable[[], T]) -> tuple[list[dict], list[
     return [row for rows, _ in parts for row in rows], list(gpus.values()), extra
 
 
-def _in_children(path: Path, calls: list[tuple[Callable, tuple]], limit: int,
+def _in_children(path: Path, calls: list[Callable[[], object]], limit: int,
                  meanwhile: Callable[[], T]) -> tuple[list, T]:
-    """Each call's value, each computed in a child forked for it, at most ``limit`` at a time, and
-    ``meanwhile()``'s, run here once the first children run. Children are forked from this thread
-    by this function alone (a pool's helper threads would fork with their locks held: a replacement
-    worker hung that way). The first failing call in order raises its error; a child that ends
-    without answering (ncu_report crashing on a damaged report) is an InputError naming ``path``."""
-    fork = multiprocessing.get_context("fork")
-    values: list = [None] * len(calls)
-    errors: dict[int, BaseException] = {}
-    waiting = list(enumerate(calls))
-    running: dict[Connection, tuple[int, multiprocessing.process.BaseProcess]] = {}
-    extra: T | None = None
-    started = False
-    while waiting and not errors or running:
-        while waiting and len(running) < limit and not errors:
-            index, (function, args) = waiting.pop(0)
-            reader, writer = fork.Pipe(duplex=False)
-            child = fork.Process(target=_answer, args=(writer, function, args), daemon=True)
-            child.start()
-            writer.close()
-            running[reader] = (index, child)
-        if not started:
-            extra, started = meanwhile(), True
-        for reader in wait(list(running)):
-            index, child = running.pop(reader)
-            try:
-                ok, value = reader.recv()
-            except (EOFError, OSError):
-                ok, value = False, InputError(path, "Nsight Compute's report reader crashed on this file")
-            reader.close()
-            child.join()
-            if ok:
-                values[index] = value
-            else:
-                errors[index] = value
-    if errors:
-        raise errors[min(errors)]
-    return values, extra  # type: ignore[return-value]
-
-
-def _answer(writer: Connection, function: Callable, args: tuple) -> None:
-    """In a child: ``function(*args)`` sent back as (True, value), or (False, the error)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked CLI would raise KeyboardInterrupt here
+    """Each call's value, each computed in a forked child (:func:`generator.forks.side_by_side`),
+    and ``meanwhile()``'s; a child that ends without answering (ncu_report crashing on a damaged
+    report) is an InputError naming ``path``."""
+    extra: list[T] = []
     try:
-        writer.send((True, function(*args)))
-    except BaseException as exc:  # every failure goes back to the parent
-        try:
-            writer.send((False, exc))
-        except Exception:  # an error that does not pickle: its text
-            writer.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-    finally:
-        writer.close()
+        values = side_by_side(calls, limit, here=not can_fork(), meanwhile=lambda: extra.append(meanwhile()))
+    except ChildCrashed:
+        raise InputError(path, "Nsight Compute's report reader crashed on this file") from None
+    return values, extra[0]
 
 
 def _load(path: Path):

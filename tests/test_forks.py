@@ -1,4 +1,5 @@
-"""generator.pipeline.workers: tasks side by side in forked processes, or here when forking is unsafe.
+"""generator.forks: calls side by side in forked children, or here when forking is unsafe; the build's
+read → analyse → render pipeline on top of it.
 
 Each case runs in a fresh interpreter: whether this pytest process may fork depends on what earlier
 tests did in it (a chart converted here starts vl-convert's runtime threads)."""
@@ -17,20 +18,26 @@ ROOT = Path(__file__).resolve().parents[1]
 CASE = """
 import json, os, sys
 from generator.errors import InputError
-from generator.pipeline.workers import fork_safe, run_side_by_side
+from generator.forks import Forks, fork_safe, side_by_side
 if sys.argv[1] == "chart":
     import vl_convert
     vl_convert.vegalite_to_svg({"data": {"values": [{"a": 1}]}, "mark": "bar"})
+here = not fork_safe()
 done = []
-pids = run_side_by_side([os.getpid, os.getpid, os.getpid], done.append)
+pids = side_by_side([os.getpid, os.getpid, os.getpid], 2, here=here, done=done.append)
 def fail(name):
     raise InputError(name, "bad")
 try:
-    run_side_by_side([os.getpid, lambda: fail("second"), lambda: fail("third")])
+    side_by_side([os.getpid, lambda: fail("second"), lambda: fail("third")], 2, here=here)
     error = None
 except InputError as exc:
     error = str(exc)
-print(json.dumps({"me": os.getpid(), "pids": pids, "done": sorted(done), "safe": fork_safe(), "error": error}))
+with Forks(1, here=here) as forks:  # result(): the value of one key, others kept for next()
+    forks.submit("a", lambda: "A")
+    forks.submit("b", lambda: "B")
+    late = forks.result("b"), forks.next()
+print(json.dumps({"me": os.getpid(), "pids": pids, "done": sorted(done), "safe": fork_safe(), "error": error,
+                  "late": late}))
 """
 
 
@@ -48,6 +55,7 @@ def test_tasks_run_in_forked_workers_and_come_back_in_order() -> None:
     assert got["me"] not in got["pids"] and len(got["pids"]) == 3  # computed elsewhere, one value per task
     assert got["done"] == [0, 1, 2]
     assert got["error"] == "second: bad"  # the first failure in task order, whatever finished first
+    assert got["late"] == ["B", ["a", True, "A"]]
 
 
 def test_a_process_running_the_chart_runtime_does_not_fork() -> None:
@@ -57,16 +65,18 @@ def test_a_process_running_the_chart_runtime_does_not_fork() -> None:
     assert got["safe"] is False
     assert got["pids"] == [got["me"]] * 3 and got["done"] == [0, 1, 2]
     assert got["error"] == "second: bad"
+    assert got["late"] == ["B", ["a", True, "A"]]
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(cpus() < 2, reason="one CPU: nothing runs side by side")
 def test_example_built_side_by_side_equals_one_process_build(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """The bundled example built by the CLI in a fresh process (versions read and rendered in
-    forked workers) is byte-identical to a build that does everything in this process."""
-    import generator.pipeline.workers as workers
-    from generator.pipeline.build import build_site
+    """The bundled example built by the CLI in a fresh process (versions read, ncu reports read
+    ahead and versions rendered in forked children, as a pipeline) is byte-identical to a build
+    that reads, analyses and renders in this process, one step after the other."""
+    import generator.pipeline.build as build
+    import generator.pipeline.inputs as inputs
 
     report = ROOT / "examples" / "ocr-vlm" / "report.yaml"
     forked = subprocess.run([sys.executable, "-m", "generator", "build", str(report), "--out",
@@ -75,8 +85,9 @@ def test_example_built_side_by_side_equals_one_process_build(tmp_path: Path,
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "KERNEL_REPORT_CACHE": "off",
                                  "HOME": str(tmp_path)})
     assert forked.returncode == 0, forked.stderr[-2000:]
-    monkeypatch.setattr(workers, "fork_safe", lambda: False)
-    build_site([report], tmp_path / "b" / "site", tmp_path / "b" / "src")
+    monkeypatch.setattr(build, "fork_safe", lambda: False)
+    monkeypatch.setattr(inputs, "can_fork", lambda: False)  # the ncu reports read here, not ahead in a child
+    build.build_site([report], tmp_path / "b" / "site", tmp_path / "b" / "src")
     for part in ("site", "src"):
         a, b = (tree(tmp_path / side / part) for side in "ab")
         assert a.keys() == b.keys() and a == b, sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))[:5]
