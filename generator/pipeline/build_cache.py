@@ -34,6 +34,7 @@ import platformdirs
 
 import generator
 from generator.model import Dataset, GpuInfo, Provenance
+from generator.readers.base import sha256_of
 from generator.readers.nsys_sqlite import StageReading
 
 FORMAT = "kernel-report-input-cache/1"
@@ -66,20 +67,9 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-_DIGESTS: dict[tuple[str, int, int, int], str] = {}
-
-
 def file_digest(path: Path) -> str:
-    """sha256 of the file's bytes (remembered in this process while its size, mtime and inode stay)."""
-    stat = path.stat()
-    known = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
-    if known not in _DIGESTS:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        _DIGESTS[known] = digest.hexdigest()
-    return _DIGESTS[known]
+    """sha256 of the file's bytes (the readers' provenance digest, remembered in this process)."""
+    return sha256_of(path)
 
 
 def default_root() -> Path | None:

@@ -39,8 +39,7 @@ from generator.model import (
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
-from generator.readers.base import naming, read_from
-from generator.readers.inflate import decompress_xz
+from generator.readers.base import decompressed_copy, naming, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS, ModuleAttribution, StageReading, read_stages
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
@@ -117,9 +116,7 @@ class InputCache:
         if path.suffix != ".xz":
             return action(path)
         if path not in self._plain:  # a folder of its own: a prefetching child decompresses here too
-            plain = Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem
-            decompress_xz(path, plain)
-            self._plain[path] = plain
+            self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)
         with naming(path):
             return action(self._plain[path])
 

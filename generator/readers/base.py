@@ -109,15 +109,40 @@ def plain_file(path: Path) -> Iterator[Path]:
     if not path.is_file():
         raise InputError(path, "no such file")
     with tempfile.TemporaryDirectory(prefix="kernel-report-") as tmp:
-        plain = Path(tmp) / path.stem
-        decompress_xz(path, plain)
+        plain = decompressed_copy(path, Path(tmp) / path.stem)
         with naming(path):
             yield plain
 
 
+#: sha256 of the files digested in this process, by (path, size, mtime, inode)
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
+#: decompressed copies (by path, size, mtime, inode) → the file each was decompressed from
+_COPIES: dict[tuple[str, int, int, int], Path] = {}
+
+
+def _stat_key(path: Path) -> tuple[str, int, int, int]:
+    stat = path.stat()
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def decompressed_copy(path: Path, plain: Path) -> Path:
+    """``plain``, written with the content of ``path`` (.xz); its digest (:func:`sha256_of`) is the
+    one of ``path``, the file its provenance names (:func:`read_from`), not one of its own."""
+    decompress_xz(path, plain)
+    _COPIES[_stat_key(plain)] = path
+    return plain
+
+
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """sha256 of the file's bytes (remembered in this process while its size, mtime and inode
+    stay); for a :func:`decompressed_copy`, the digest of the compressed file it came from."""
+    key = _stat_key(path)
+    if key in _COPIES:
+        return sha256_of(_COPIES[key])
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
