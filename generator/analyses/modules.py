@@ -158,20 +158,19 @@ def _stage_modules(stage: str, rows: pd.DataFrame, classes: dict[str, str], dott
 
     # top kernels of each display row: its own and its descendants' launches, all instances together
     keyed = rows.assign(key=[OUTSIDE if pd.isna(p) else folded[p] for p in rows["path"]])
+    sums = keyed.groupby(["key", "name"])[["launches", "gpu_ns"]].sum()
+    by_key: dict[str, dict[str, list[int]]] = {}  # display row → kernel → [launches, gpu_ns]
+    for (key, name), launches, ns in zip(sums.index, sums["launches"], sums["gpu_ns"]):
+        for a in [key] if key == OUTSIDE else _ancestors(key, dotted):
+            total_of = by_key.setdefault(a, {}).setdefault(name, [0, 0])
+            total_of[0] += int(launches)
+            total_of[1] += int(ns)
     kernel_rows: list[dict] = []
-    by_key: dict[str, list[pd.DataFrame]] = {}
-    for key, part in keyed.groupby("key"):
-        ancestors = [key] if key == OUTSIDE else _ancestors(key, dotted)
-        for a in ancestors:
-            by_key.setdefault(a, []).append(part)
     for row in ordered:
-        part = pd.concat(by_key[row["key"]], ignore_index=True)
-        per = part.groupby("name")[["launches", "gpu_ns"]].sum().reset_index()
-        per = per.sort_values(["gpu_ns", "name"], ascending=[False, True]).head(TOP_KERNELS)
-        for r in per.itertuples(index=False):
-            kernel_rows.append({"stage": stage, "key": row["key"], "name": r.name, "launches": int(r.launches),
-                                "gpu_ns": int(r.gpu_ns),
-                                "module_pct": r.gpu_ns * 100.0 / row["gpu_ns"] if row["gpu_ns"] else float("nan")})
+        per = sorted(by_key[row["key"]].items(), key=lambda item: (-item[1][1], item[0]))[:TOP_KERNELS]
+        for name, (launches, ns) in per:
+            kernel_rows.append({"stage": stage, "key": row["key"], "name": name, "launches": launches, "gpu_ns": ns,
+                                "module_pct": ns * 100.0 / row["gpu_ns"] if row["gpu_ns"] else float("nan")})
     return modules, ordered, kernel_rows
 
 

@@ -159,8 +159,9 @@ def shown_kernels_yaml(names: dict[str, KernelName], top_kernels: dict[str, pd.D
 
 
 def kernel_names(kernels_yaml: str) -> list[dict[str, Any]]:
-    """The kernels.yaml entries as data (the pages' and the comparison's name lookup)."""
-    return yaml.safe_load(kernels_yaml)
+    """The kernels.yaml entries as data (the pages' and the comparison's name lookup); libyaml's
+    loader where PyYAML has it (the same data, a tenth of the time)."""
+    return yaml.load(kernels_yaml, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 ANALYSES = [Analysis("names", version_names), Analysis("kernels_yaml", shown_kernels_yaml),

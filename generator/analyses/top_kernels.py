@@ -15,16 +15,24 @@ TOP_KERNEL_COLUMNS = [
 ]
 
 
-def _profiled(kernels: pd.DataFrame | None, name: str, stage: str) -> list[dict]:
-    """[{"stage", "class", "sm_throughput_pct", "memory_throughput_pct", "launches"}] of ``name``
-    measured in ``stage`` (every stage it was profiled in for ALL_STAGES); [] = not profiled there."""
+PROFILED_COLUMNS = ["stage", "class", "sm_throughput_pct", "memory_throughput_pct", "launches"]
+
+
+def _profiled_by_name(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
+    """Kernel name → [{"stage", "class", "sm_throughput_pct", "memory_throughput_pct", "launches"}]
+    of every stage it was measured in, in ``kernels``' order."""
     if kernels is None or not len(kernels):
-        return []
-    rows = kernels[kernels["name"] == name]
-    if stage != ALL_STAGES:
-        rows = rows[rows["stage"] == stage]
-    return rows.reindex(columns=["stage", "class", "sm_throughput_pct", "memory_throughput_pct",
-                                 "launches"]).to_dict("records")
+        return {}
+    found: dict[str, list[dict]] = {}
+    for name, record in zip(kernels["name"], kernels.reindex(columns=PROFILED_COLUMNS).to_dict("records")):
+        found.setdefault(name, []).append(record)
+    return found
+
+
+def _profiled(by_name: dict[str, list[dict]], name: str, stage: str) -> list[dict]:
+    """The records of ``name`` measured in ``stage`` (every stage it was profiled in for
+    ALL_STAGES); [] = not profiled there."""
+    return [r for r in by_name.get(name, []) if stage == ALL_STAGES or r["stage"] == stage]
 
 
 def top_kernels(summary: pd.DataFrame, stage: str, n: int, names: dict[str, KernelName],
@@ -42,6 +50,7 @@ def top_kernels(summary: pd.DataFrame, stage: str, n: int, names: dict[str, Kern
     if missing:
         raise ValueError(f"top_kernels: {len(missing)} kernel(s) not in names, e.g. {missing[0][:80]!r}")
     named = [names[name] for name in rows["name"]]
+    by_name = _profiled_by_name(kernels)
     return pd.DataFrame(
         {
             "rank": range(1, len(rows) + 1),
@@ -52,7 +61,7 @@ def top_kernels(summary: pd.DataFrame, stage: str, n: int, names: dict[str, Kern
             **{f"description_{lang}": [k.description[lang] for k in named] for lang in LANGS},
             **{column: rows[column].to_list() for column in STAT_COLUMNS},
             "time_pct": rows["time_pct"].to_list(),
-            "profiled": [_profiled(kernels, name, stage) for name in rows["name"]],
+            "profiled": [_profiled(by_name, name, stage) for name in rows["name"]],
         },
         columns=TOP_KERNEL_COLUMNS,
     )

@@ -46,7 +46,7 @@ from generator.render.markdown import (
 )
 from generator.render.module_tree import kernel_anchor, tree_html
 from generator.render.svg import svg_batch
-from generator.render.translations import translator
+from generator.render.translations import load_words, translator
 from generator.resources import TEMPLATES
 from generator.workload_params import params_read
 
@@ -104,8 +104,9 @@ def _env() -> jinja2.Environment:
 
 
 def compile_templates() -> None:
-    """Compile every page and finding template now: a worker forked afterwards inherits them
-    compiled (about a second of a version's rendering otherwise)."""
+    """Compile every page and finding template and load the words now: a child forked afterwards
+    inherits them (about a second of a version's rendering otherwise)."""
+    load_words()
     for name in _env().list_templates(filter_func=lambda n: n.endswith(".j2")):
         _env().get_template(name)
     compile_finding_templates()

@@ -26,6 +26,13 @@ def glossary() -> dict[str, dict[str, dict[str, Any]]]:
     return yaml.safe_load((TEMPLATES / GLOSSARY_FILE).read_text(encoding="utf-8"))
 
 
+def load_words() -> None:
+    """Load every language's words and the glossary now: a child forked afterwards inherits them."""
+    for lang in LANGS:
+        _words(lang)
+    glossary()
+
+
 def term(key: str, lang: str, default: str | None = None) -> str:
     """The glossary's word for ``section.key`` in ``lang`` (the default language's where it has none)."""
     section, _, name = key.partition(".")
