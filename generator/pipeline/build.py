@@ -245,10 +245,12 @@ def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path,
     # versions are all unchanged (:mod:`.version_reuse`) never needs
     from generator.pipeline.mkdocs_site import build_version_site
     from generator.render.pages import latest_page_names, page_file, page_names, render_version
+    from generator.render.svg import svg_batch
 
     docs = version_src / "docs"
-    render_version(result, meta, docs, list(meta.langs))
-    nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
-    version = meta.version(result.version_id)
-    mkdocs_yml = write_mkdocs_config(report_file, meta, version, version_src, nav, latest_page_names(meta))
-    build_version_site(mkdocs_yml, site_dir, version.date)
+    with svg_batch() as svgs:  # the SVGs are drawn while MkDocs converts the pages: it waits before copying them
+        render_version(result, meta, docs, list(meta.langs), svgs)
+        nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
+        version = meta.version(result.version_id)
+        mkdocs_yml = write_mkdocs_config(report_file, meta, version, version_src, nav, latest_page_names(meta))
+        build_version_site(mkdocs_yml, site_dir, version.date, before_copy=svgs.finish)

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import jieba
@@ -32,9 +33,11 @@ _DICTIONARY.start()
 os.register_at_fork(before=_DICTIONARY.join)
 
 
-def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) -> None:
+def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date, *,
+                       before_copy: Callable[[], None] = lambda: None) -> None:
     """`mkdocs build --strict` of one version into ``site_dir`` (less its 404 page); InputError with
-    the warnings if it fails."""
+    the warnings if it fails. ``before_copy()`` runs once the pages are converted, before MkDocs
+    copies the docs' other files (the chart SVGs may still be being drawn until then)."""
     epoch = int(datetime.datetime.combine(date, datetime.time(), datetime.UTC).timestamp())
     collected = _WarningCollector()
     logger = logging.getLogger("mkdocs")
@@ -43,7 +46,7 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date) ->
     os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
     try:
         config = load_config(config_file=str(mkdocs_yml), site_dir=str(site_dir), strict=True)
-        config.plugins["kr-compiled-theme"] = _CompiledTheme()
+        config.plugins["kr-compiled-theme"] = _CompiledTheme(before_copy)
         mkdocs_build(config)
         # A 404 page only works at the root of a host; in a version folder its links point nowhere.
         (site_dir / "404.html").unlink(missing_ok=True)
@@ -119,10 +122,17 @@ def compile_theme() -> None:
 
 class _CompiledTheme(BasePlugin):
     """Added to the loaded config (not to mkdocs.yml): the theme environment reuses the templates
-    compiled by the builds before it."""
+    compiled by the builds before it, and ``before_copy()`` runs at ``on_env``, which MkDocs calls
+    after converting the pages and before copying the static files (each language's build calls
+    it; ``before_copy`` does its work once)."""
+
+    def __init__(self, before_copy: Callable[[], None]) -> None:
+        super().__init__()
+        self.before_copy = before_copy
 
     @event_priority(100)
     def on_env(self, env: jinja2.Environment, /, *, config: MkDocsConfig, files: object) -> jinja2.Environment:
+        self.before_copy()
         env.bytecode_cache = _THEME_BYTECODE
         return env
 

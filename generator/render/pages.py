@@ -45,7 +45,7 @@ from generator.render.markdown import (
     name_cell,
 )
 from generator.render.module_tree import kernel_anchor, tree_html
-from generator.render.svg import svg_batch
+from generator.render.svg import SvgBatch, svg_batch
 from generator.render.translations import load_words, translator
 from generator.resources import TEMPLATES
 from generator.workload_params import params_read
@@ -336,30 +336,39 @@ def _page_text(page: str, context: dict[str, Any]) -> str:
     return text
 
 
-def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, langs: list[str]) -> None:
+def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, langs: list[str],
+                   svgs: SvgBatch | None = None) -> None:
     """Write every page of the version in every language, the SVGs of the charts they place, data
     files and JS.
 
     ``docs_dir`` receives ``<page>.md`` (default language = ``langs[0]``), ``<page>.<lang>.md``,
     ``assets/charts/*.svg``, ``assets/js/{vega-bundle,kr-charts}.js`` and ``data/*``. vl-convert
     renders the SVGs in a worker process (:mod:`generator.render.svg`) while the pages render; only
-    the charts a page places get one.
+    the charts a page places get one. They are all written when this returns, unless ``svgs`` (a
+    batch of the caller's) takes them: then when the caller finishes it.
     """
     docs_dir = Path(docs_dir)
     docs_dir.mkdir(parents=True, exist_ok=True)
-    with svg_batch() as svgs:
-        write_version_data(result, docs_dir)
-        if result.sweep is not None:
-            write_sweep_data(result.sweep, docs_dir)
-        write_assets(docs_dir)
-        for lang in langs:
-            placed: set[str] = set()
+    if svgs is None:
+        with svg_batch() as own:
+            _render_into(result, report, docs_dir, langs, own)
+    else:
+        _render_into(result, report, docs_dir, langs, svgs)
 
-            def shown(item: ch.Chart, lang: str = lang, placed: set[str] = placed) -> None:
-                if item.slug not in placed:
-                    placed.add(item.slug)
-                    ch.write_svg(item, lang, docs_dir, svgs)
 
-            context = _context(result, report, lang, build_charts(result, translator(lang)), shown)
-            for page in page_names(result):
-                (docs_dir / page_file(page, lang, langs[0])).write_text(_page_text(page, context), encoding="utf-8")
+def _render_into(result: VersionResult, report: ReportMeta, docs_dir: Path, langs: list[str], svgs: SvgBatch) -> None:
+    write_version_data(result, docs_dir)
+    if result.sweep is not None:
+        write_sweep_data(result.sweep, docs_dir)
+    write_assets(docs_dir)
+    for lang in langs:
+        placed: set[str] = set()
+
+        def shown(item: ch.Chart, lang: str = lang, placed: set[str] = placed) -> None:
+            if item.slug not in placed:
+                placed.add(item.slug)
+                ch.write_svg(item, lang, docs_dir, svgs)
+
+        context = _context(result, report, lang, build_charts(result, translator(lang)), shown)
+        for page in page_names(result):
+            (docs_dir / page_file(page, lang, langs[0])).write_text(_page_text(page, context), encoding="utf-8")

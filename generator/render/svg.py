@@ -79,33 +79,47 @@ class SvgBatch:
     def __init__(self, worker: _Worker) -> None:
         self._worker = worker
         self.paths: list[Path] = []
+        self._finished = False
 
     def submit(self, spec: dict[str, Any], path: Path) -> None:
-        """Render ``spec`` (free of XML-invalid characters: they abort the renderer) into ``path``."""
+        """Render ``spec`` (free of XML-invalid characters: they abort the renderer) into ``path``.
+        An empty file stands there until :meth:`finish` (so a site build started meanwhile lists it)."""
         self.paths.append(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()  # before the worker can write it
         self._worker.lines.put(json.dumps([str(path), spec]).encode("utf-8") + b"\n")
+
+    def finish(self) -> None:
+        """Wait until every SVG submitted is written, else raise InputError naming the first chart
+        that failed; once (later calls return at once)."""
+        if self._finished:
+            return
+        self._finished = True
+        self._worker.lines.put(_FLUSH)
+        failed = self._worker.answer()
+        if failed:
+            path, problem = failed[0]
+            raise InputError(path or (self.paths or [_ROOT])[0], f"chart renderer failed ({problem})")
 
 
 @contextmanager
 def svg_batch() -> Iterator[SvgBatch]:
     """``with svg_batch() as svgs: svgs.submit(spec, path)``: every SVG written by the end of the
-    block, else InputError naming the first chart that failed. One block at a time."""
+    block (or by ``svgs.finish()`` inside it), else InputError naming the first chart that
+    failed. One block at a time."""
     global _worker
     if _worker is None or _worker.owner != os.getpid() or _worker.process.poll() is not None:
         _worker = _Worker()
     worker = _worker
+    batch = SvgBatch(worker)
     try:
-        batch = SvgBatch(worker)
         yield batch
-        worker.lines.put(_FLUSH)
-        failed = worker.answer()
     except BaseException:
-        _worker = None  # its answer would be out of step: the next block starts another
-        worker.end()
+        if not batch._finished:
+            _worker = None  # its answer would be out of step: the next block starts another
+            worker.end()
         raise
-    if failed:
-        path, problem = failed[0]
-        raise InputError(path or (batch.paths or [_ROOT])[0], f"chart renderer failed ({problem})")
+    batch.finish()
 
 
 def serve() -> None:
