@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,19 @@ def test_a_chart_the_renderer_rejects_is_one_line_naming_its_svg(result, tmp_pat
     with svg_batch() as svgs:  # the worker still serves the next version's charts
         ch.write_svg(chart, "zh", tmp_path, svgs)
     assert (tmp_path / chart.svg_path("zh")).read_text(encoding="utf-8").startswith("<svg")
+
+
+def test_an_error_inside_a_batch_comes_out_as_itself(result, tmp_path: Path) -> None:
+    """A page failing while charts are still queued for the worker: the page's error, one line (the
+    worker is ended with lines still buffered for it; that must not turn into a broken pipe)."""
+    chart = build_charts(result, translator("en"))["stage-time"]
+    with pytest.raises(InputError, match=r"page\.md: the page failed"), svg_batch() as svgs:
+        ch.write_svg(chart, "en", tmp_path, svgs)  # smaller than the pipe's buffer: it waits there
+        time.sleep(0.5)
+        raise InputError(tmp_path / "page.md", "the page failed")
+    with svg_batch() as svgs:  # and the next batch gets a worker
+        ch.write_svg(chart, "en", tmp_path, svgs)
+    assert (tmp_path / chart.svg_path("en")).read_text(encoding="utf-8").startswith("<svg")
 
 
 def test_a_worker_that_died_is_one_line_and_the_next_batch_gets_a_new_one(result, tmp_path: Path) -> None:

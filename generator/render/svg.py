@@ -63,11 +63,15 @@ class _Worker:
         return json.loads(line) if line else [["", f"worker exited with status {self.process.wait()}"]]
 
     def end(self) -> None:
+        """Kill the worker and close its pipes (lines still buffered for it are dropped)."""
         self.process.kill()
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:
-                pipe.close()
+                try:
+                    pipe.close()
+                except OSError:  # a broken pipe: what was buffered for the killed worker
+                    pass
 
 
 _worker: _Worker | None = None
