@@ -5,10 +5,11 @@ value computed here before it was forked (nothing is pickled on the way in; only
 back, pickled, errors as they were raised). Children are forked by :class:`Forks` from the thread
 that calls it, never from a helper thread (a pool's helper threads fork with their locks held: a
 replacement worker hung that way). A child ignores Ctrl-C (the parent handles it and ends its
-children) and dies of SIGTERM.
+children), dies of SIGTERM, and on Linux dies with the process that forked it.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -24,6 +25,7 @@ T = TypeVar("T")
 #: are vl-convert's (a copy keeps their handles but not their threads, and hangs at its first
 #: conversion).
 UNFORKABLE_THREADS = ("V8 ", "tokio-")
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def can_fork() -> bool:
@@ -128,7 +130,7 @@ class Forks:
         while self._waiting and len(self._running) < self.limit:
             key, call = self._waiting.popleft()
             reader, writer = fork.Pipe(duplex=False)
-            child = fork.Process(target=_answer, args=(writer, call))  # not daemonic: it may fork too
+            child = fork.Process(target=_answer, args=(writer, call, os.getpid()))  # not daemonic: it may fork too
             child.start()
             writer.close()
             self._running[reader] = (key, child)
@@ -162,8 +164,20 @@ def side_by_side(calls: Sequence[Callable[[], T]], limit: int, *, here: bool = F
     return values
 
 
-def _answer(writer: Connection, call: Callable[[], Any]) -> None:
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel kill this child when ``parent`` (the process that forked it) ends, so
+    that a build killed mid-way leaves none of its children's children running."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # no libc prctl: not Linux
+        return
+    if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) == 0 and os.getppid() != parent:
+        os._exit(1)  # it ended before the request took effect
+
+
+def _answer(writer: Connection, call: Callable[[], Any], parent: int) -> None:
     """In a child: ``call()`` sent back as (True, value), or (False, the error)."""
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked CLI would raise KeyboardInterrupt here
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,46 @@ def test_a_process_running_the_chart_runtime_does_not_fork() -> None:
     assert got["pids"] == [got["me"]] * 3 and got["done"] == [0, 1, 2]
     assert got["error"] == "second: bad"
     assert got["late"] == ["B", ["a", True, "A"]]
+
+
+ORPHAN = """
+import os, sys, time
+from generator.forks import Forks
+def grandchild():
+    with open(sys.argv[1], "w") as fh:
+        fh.write(str(os.getpid()))
+    time.sleep(60)
+def child():
+    with Forks(1) as forks:
+        forks.submit("g", grandchild)
+        forks.result("g")
+with Forks(1) as forks:
+    forks.submit("c", child)
+    while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():
+        time.sleep(0.05)
+# leaving the block kills the child (as a failed or interrupted build does); its child must go too
+"""
+
+
+def test_children_of_a_killed_child_die_with_it(tmp_path: Path) -> None:
+    """A child killed mid-way (Ctrl-C, or a failure elsewhere ending the build) takes the children
+    it forked (the ncu report's shard readers) with it instead of leaving them running."""
+    pid_file = tmp_path / "grandchild.pid"
+    out = subprocess.run([sys.executable, "-c", ORPHAN, str(pid_file)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
 
 
 @pytest.mark.slow
