@@ -109,6 +109,35 @@ def _state(pid: int) -> str:
         return "Z"
 
 
+AHEAD = """
+import json, os, sys
+from pathlib import Path
+from generator.forks import Forks
+from generator.render import svg
+svg.prestart(["v2"])
+started = svg._ahead["v2"].pid
+def render():
+    with svg.svg_batch("v2") as svgs:
+        svgs.submit({"data": {"values": [{"a": 1}]}, "mark": "bar"}, Path(sys.argv[1]))
+    return svg._worker.process.pid, Path(sys.argv[1]).read_text()[:4]
+with Forks(1) as forks:
+    forks.submit("render", render)
+    used, head = forks.result("render")
+svg.release("v2")
+print(json.dumps({"started": started, "used": used, "head": head, "gone": not os.path.exists(f"/proc/{started}")}))
+"""
+
+
+def test_a_chart_worker_started_ahead_serves_the_child_that_renders_the_version(tmp_path: Path) -> None:
+    """The build starts a version's chart worker while its inputs are read; the child forked to
+    render the version draws its charts with that worker, and the build ends it afterwards."""
+    out = subprocess.run([sys.executable, "-c", AHEAD, str(tmp_path / "chart.svg")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["used"] == got["started"] and got["head"] == "<svg" and got["gone"]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(cpus() < 2, reason="one CPU: nothing runs side by side")
 def test_example_built_side_by_side_equals_one_process_build(tmp_path: Path,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from generator.pipeline.config import ReportConfig, VersionConfig, load_report, 
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
 from generator.pipeline.version_reuse import VersionReuse, version_key
+from generator.render import svg
 from generator.render.site import write_mkdocs_config, write_report_index, write_version_index
 
 
@@ -158,12 +159,17 @@ def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, tr
     inputs: dict[int, tuple[VersionInputs, SweepResult | None]] = {}
     results: list[VersionResult] = []
     errors: dict[tuple[int, int], BaseException] = {}  # (0 read | 1 analysis | 2 render, group or version)
-    with Forks(cpus(), here=cpus() < 2 or not fork_safe()) as forks:
+    here = cpus() < 2 or not fork_safe()
+    ahead = [] if here else rebuilt[:cpus()]  # chart workers started now, loading while inputs are read
+    with Forks(cpus(), here=here) as forks, _charts_started_for(ahead):
         for n, group in enumerate(groups):
             forks.submit((0, n), functools.partial(_read_group, job, store, group))
         _prepare_rendering()
+        svg.prestart(ahead)
         while forks.pending():
             (phase, n), ok, value = forks.next()
+            if phase == 2:
+                svg.release(n)  # the child that rendered it is done with it
             if not ok:
                 errors[(phase, n)] = value
             elif phase == 0:
@@ -184,9 +190,19 @@ def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, tr
                     break
                 if i in rebuilt:
                     forks.submit((2, i), functools.partial(render_and_build, results[i], meta, job.path,
-                                                           trees[i][1], trees[i][0]))
+                                                           trees[i][1], trees[i][0], i))
     if errors:
         raise errors[min(errors)]
+
+
+@contextlib.contextmanager
+def _charts_started_for(versions: list[int]) -> Iterator[None]:
+    """Chart workers started for ``versions`` (svg.prestart) are ended when the block is left."""
+    try:
+        yield
+    finally:
+        for version in versions:
+            svg.release(version)
 
 
 def _prepare_rendering() -> None:
@@ -239,16 +255,16 @@ def _analysis(version_id: str, inputs: VersionInputs, sweep: SweepResult | None,
 
 
 def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path, version_src: Path,
-                     site_dir: Path) -> None:
-    """Render one version's pages into ``version_src/docs`` and build its site into ``site_dir``."""
+                     site_dir: Path, charts_ahead: object = None) -> None:
+    """Render one version's pages into ``version_src/docs`` and build its site into ``site_dir``
+    (its charts drawn by the worker started ahead as ``charts_ahead``, when there is one)."""
     # imported here: charts (Altair) and MkDocs take a second to import, which a build whose
     # versions are all unchanged (:mod:`.version_reuse`) never needs
     from generator.pipeline.mkdocs_site import build_version_site
     from generator.render.pages import latest_page_names, page_file, page_names, render_version
-    from generator.render.svg import svg_batch
 
     docs = version_src / "docs"
-    with svg_batch() as svgs:  # the SVGs are drawn while MkDocs converts the pages: it waits before copying them
+    with svg.svg_batch(charts_ahead) as svgs:  # the SVGs are drawn while MkDocs converts the pages: it waits before copying them
         render_version(result, meta, docs, list(meta.langs), svgs)
         nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
         version = meta.version(result.version_id)

@@ -33,12 +33,21 @@ _WORKER = f"import sys; sys.path.insert(0, {str(_ROOT)!r}); from {__name__} impo
 _FLUSH = b"null\n"
 
 
+def _start() -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    _starter[process.pid] = os.getpid()
+    return process
+
+
+#: worker pid → the process that started it (its parent: the only one that can wait for it)
+_starter: dict[int, int] = {}
+
+
 class _Worker:
     """The worker process and the thread feeding it (a full pipe blocks that thread, not the pages)."""
 
-    def __init__(self) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE)
+    def __init__(self, process: subprocess.Popen | None = None) -> None:
+        self.process = process or _start()
         self.owner = os.getpid()  # a forked copy of this process starts its own worker
         self.lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         threading.Thread(target=self._feed, daemon=True).start()
@@ -62,19 +71,52 @@ class _Worker:
         line = self.process.stdout.readline()
         return json.loads(line) if line else [["", f"worker exited with status {self.process.wait()}"]]
 
+    def alive(self) -> bool:
+        """Whether the worker process runs (one :func:`prestart` started in the process that forked
+        this one can be waited for there only: whether it exists)."""
+        if _starter.get(self.process.pid) != os.getpid():
+            try:
+                os.kill(self.process.pid, 0)
+            except OSError:
+                return False
+            return True
+        return self.process.poll() is None
+
     def end(self) -> None:
-        """Kill the worker and close its pipes (lines still buffered for it are dropped)."""
-        self.process.kill()
-        self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except OSError:  # a broken pipe: what was buffered for the killed worker
-                    pass
+        _end(self.process)
+
+
+def _end(process: subprocess.Popen) -> None:
+    """Kill a worker and close its pipes (lines still buffered for it are dropped)."""
+    process.kill()
+    process.wait()
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:  # a broken pipe: what was buffered for the killed worker
+                pass
 
 
 _worker: _Worker | None = None
+#: workers started ahead (:func:`prestart`) by what they were started for
+_ahead: dict[object, subprocess.Popen] = {}
+
+
+def prestart(keys: list[object]) -> None:
+    """Start a worker for each of ``keys`` now, so that its runtime and fonts load while other work
+    goes on: ``svg_batch(ahead=key)`` here, or in a child forked after this call, takes it."""
+    for key in keys:
+        if key not in _ahead:
+            _ahead[key] = _start()
+
+
+def release(key: object) -> None:
+    """End the worker started ahead for ``key`` (in the process that started it; a child that took
+    it is done with it), if there is one."""
+    process = _ahead.pop(key, None)
+    if process is not None:
+        _end(process)
 
 
 class SvgBatch:
@@ -107,13 +149,15 @@ class SvgBatch:
 
 
 @contextmanager
-def svg_batch() -> Iterator[SvgBatch]:
+def svg_batch(ahead: object = None) -> Iterator[SvgBatch]:
     """``with svg_batch() as svgs: svgs.submit(spec, path)``: every SVG written by the end of the
     block (or by ``svgs.finish()`` inside it), else InputError naming the first chart that
-    failed. One block at a time."""
+    failed. One block at a time. The worker is this process's, else the one :func:`prestart`
+    started for ``ahead``, else a new one."""
     global _worker
-    if _worker is None or _worker.owner != os.getpid() or _worker.process.poll() is not None:
-        _worker = _Worker()
+    if _worker is None or _worker.owner != os.getpid() or not _worker.alive():
+        started = _ahead.pop(ahead, None) if ahead is not None else None
+        _worker = _Worker(started)
     worker = _worker
     batch = SvgBatch(worker)
     try:
