@@ -138,6 +138,28 @@ def test_a_chart_worker_started_ahead_serves_the_child_that_renders_the_version(
     assert got["used"] == got["started"] and got["head"] == "<svg" and got["gone"]
 
 
+def test_the_error_of_a_pipelined_build_does_not_depend_on_timing(tmp_path: Path) -> None:
+    """Versions are read side by side: the error reported is the first failing read in version
+    order (here v2's file, though v3's child may fail first), in one line (nothing else on stderr:
+    the chart and search libraries loading meanwhile print nothing), exit status 2."""
+    good = ROOT / "tests" / "data" / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz"
+    (tmp_path / "v2.csv").write_text("ID,Kernel Name\n1\n", encoding="utf-8")  # ragged
+    (tmp_path / "v3.csv").write_text("nothing a profiler wrote\n", encoding="utf-8")
+    versions = ", ".join(f"{{id: {v}, title: {{en: {v}, zh: {v}}}, date: 2026-01-0{i + 1}, inputs: {{ncu: [{f}]}}}}"
+                         for i, (v, f) in enumerate([("v1", good), ("v2", tmp_path / "v2.csv"), ("v3", tmp_path / "v3.csv")]))
+    report = tmp_path / "report.yaml"
+    report.write_text(f"id: r\ntitle: {{en: R, zh: R}}\nversions: [{versions}]\n", encoding="utf-8")
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-m", "generator", "build", str(report), "--out", str(tmp_path / "site"),
+                              "--src", str(tmp_path / "src")], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "KERNEL_REPORT_CACHE": "off",
+                                  "HOME": str(tmp_path)})
+        assert out.returncode == 2, out.stderr[-2000:]
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "v2.csv" in lines[0], out.stderr[-2000:]
+    assert not (tmp_path / "site").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(cpus() < 2, reason="one CPU: nothing runs side by side")
 def test_example_built_side_by_side_equals_one_process_build(tmp_path: Path,

@@ -28,6 +28,7 @@ from generator.errors import InputError
 # pages: the dictionary loads meanwhile, while this process mostly waits for the chart worker
 # (generator.render.svg). A copy forked while it loads would inherit jieba's lock held by a thread
 # it does not have, so a fork waits for it.
+jieba.setLogLevel(logging.WARNING)  # its loading lines on stderr are not the build's to print
 _DICTIONARY = threading.Thread(target=jieba.initialize, name="jieba-dictionary", daemon=True)
 _DICTIONARY.start()
 os.register_at_fork(before=_DICTIONARY.join)
