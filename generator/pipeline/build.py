@@ -164,7 +164,7 @@ def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, tr
     with Forks(cpus(), here=here) as forks, _charts_started_for(ahead):
         for n, group in enumerate(groups):
             forks.submit((0, n), functools.partial(_read_group, job, store, group))
-        _prepare_rendering()
+        _prepare_rendering(store.root)
         svg.prestart(ahead)
         while forks.pending():
             (phase, n), ok, value = forks.next()
@@ -205,13 +205,16 @@ def _charts_started_for(versions: list[int]) -> Iterator[None]:
             svg.release(version)
 
 
-def _prepare_rendering() -> None:
+def _prepare_rendering(cache_root: Path | None) -> None:
     """Import the page renderer and MkDocs, start loading jieba's dictionary
-    (generator.pipeline.mkdocs_site) and compile the page and theme templates here, while the
-    inputs are read: the rendering children inherit all of it instead of each paying."""
+    (generator.pipeline.mkdocs_site) and compile the page and theme templates here (or load them
+    compiled from the build cache under ``cache_root``), while the inputs are read: the rendering
+    children inherit all of it instead of each paying."""
     from generator.pipeline.mkdocs_site import compile_theme
+    from generator.render.compiled_templates import keep_in
     from generator.render.pages import compile_templates
 
+    keep_in(cache_root / "templates" if cache_root is not None else None)
     compile_templates()
     compile_theme()
 

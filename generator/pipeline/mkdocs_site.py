@@ -22,6 +22,7 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.theme import Theme
 
 from generator.errors import InputError
+from generator.render.compiled_templates import COMPILED
 
 # Material's search splits Chinese text with jieba, whose dictionary takes most of a second to load
 # (once per process). build.render_and_build imports this module before it renders a version's
@@ -90,30 +91,11 @@ def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:
                 shutil.copyfile(site_dir / name, site_dir / lang.locale / name)
 
 
-class _Bytecode(jinja2.BytecodeCache):
-    """Compiled templates kept in memory, by template file and source checksum."""
-
-    def __init__(self) -> None:
-        self._code: dict[str, bytes] = {}
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        if (code := self._code.get(bucket.key)) is not None:
-            bucket.bytecode_from_string(code)
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        self._code[bucket.key] = bucket.bytecode_to_string()
-
-
-#: shared by every theme environment of the process (MkDocs makes one per build and i18n one per
-#: language, each compiling Material's templates anew: that was a fifth of a version's build)
-_THEME_BYTECODE = _Bytecode()
-
-
 def compile_theme() -> None:
     """Compile Material's templates into the shared cache now: a worker forked afterwards builds
     its versions without compiling them."""
     env = Theme(name="material").get_env()
-    env.bytecode_cache = _THEME_BYTECODE
+    env.bytecode_cache = COMPILED
     for name in env.list_templates(filter_func=lambda n: n.endswith(".html")):
         try:
             env.get_template(name)
@@ -134,7 +116,7 @@ class _CompiledTheme(BasePlugin):
     @event_priority(100)
     def on_env(self, env: jinja2.Environment, /, *, config: MkDocsConfig, files: object) -> jinja2.Environment:
         self.before_copy()
-        env.bytecode_cache = _THEME_BYTECODE
+        env.bytecode_cache = COMPILED
         return env
 
 

@@ -9,6 +9,7 @@ import jinja2
 
 from generator.analyses.result import Finding
 from generator.languages import LANGS
+from generator.render.compiled_templates import COMPILED
 from generator.render.translations import term
 from generator.resources import TEMPLATES
 
@@ -16,7 +17,8 @@ from generator.resources import TEMPLATES
 @cache
 def _env() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES / "findings"),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False,
+                              bytecode_cache=COMPILED)
 
 
 def compile_finding_templates() -> None:

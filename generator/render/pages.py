@@ -26,6 +26,7 @@ from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
 from generator.render.chart_table import build_charts, entries_on
+from generator.render.compiled_templates import COMPILED
 from generator.render.data_files import (
     DATA_FILES,
     SWEEP_CSV,
@@ -100,6 +101,7 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        bytecode_cache=COMPILED,
     )
 
 
