@@ -145,7 +145,8 @@ from generator import output_dirs
 from generator.cli import main
 
 point, target = sys.argv[1], sys.argv[2]
-die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+build = os.getpid()  # the build: MkDocs runs in a child it forks, which dies with it
+die = lambda: os.kill(build, signal.SIGKILL)
 real_swap, real_exchange, real_rename, real_rmtree = (output_dirs.swap_in, output_dirs._exchange,
                                                       os.rename, shutil.rmtree)
 swapped = []
