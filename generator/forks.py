@@ -70,6 +70,10 @@ class Forks:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill the children still running."""
         for reader, (_, child) in self._running.items():
             child.kill()
             child.join()

@@ -67,11 +67,6 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def file_digest(path: Path) -> str:
-    """sha256 of the file's bytes (the readers' provenance digest, remembered in this process)."""
-    return sha256_of(path)
-
-
 def default_root() -> Path | None:
     """The cache folder from KERNEL_REPORT_CACHE (``off``: none), else the user cache folder."""
     chosen = os.environ.get("KERNEL_REPORT_CACHE")
@@ -97,7 +92,7 @@ class BuildCache:
 
     def key(self, path: Path, call: str, args: object) -> str:
         path = path.resolve()
-        head = json.dumps([code_fingerprint(), str(path), file_digest(path), call, args])
+        head = json.dumps([code_fingerprint(), str(path), sha256_of(path), call, args])
         return hashlib.sha256(head.encode()).hexdigest()
 
     def holds(self, path: Path, call: str, args: object) -> bool:

@@ -68,7 +68,7 @@ class InputCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._ahead.__exit__(*exc)
+        self._ahead.close()
         self._tmp.cleanup()
 
     def prefetch(self, paths: list[Path]) -> None:
@@ -84,21 +84,25 @@ class InputCache:
 
     def read(self, path: Path, stage: str | None = None) -> Dataset:
         key = (path.resolve(), stage)
-        if key not in self._datasets and stage is None and key[0] in self._pending:
-            self._pending.discard(key[0])
-            dataset, hits, misses = self._ahead.result(key[0])
-            self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
-            self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         if key not in self._datasets:
-            dataset = self.store.get(path, "read", [stage], lambda: self._on_plain(path, lambda plain: read(plain, stage=stage)))
+            if stage is None and key[0] in self._pending:
+                self._pending.discard(key[0])
+                dataset, hits, misses = self._ahead.result(key[0])
+                self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
+            else:
+                dataset = self._stored_read(path, stage)
             self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         return self._datasets[key]
 
+    def _stored_read(self, path: Path, stage: str | None) -> Dataset:
+        """What the store holds for ``path`` read at ``stage``, else read (and stored) now."""
+        return self.store.get(path, "read", [stage], lambda: self._on_plain(path, lambda plain: read(plain, stage=stage)))
+
     def _counted_read(self, path: Path) -> tuple[Dataset, int, int]:
-        """In the prefetching child: what the store gives for ``path`` (read and stored there), with
-        the store's hits and misses for it."""
+        """In the prefetching child: :meth:`_stored_read` of ``path``, with the store's hits and
+        misses for it."""
         hits, misses = self.store.hits, self.store.misses
-        dataset = self.store.get(path, "read", [None], lambda: self._on_plain(path, lambda plain: read(plain)))
+        dataset = self._stored_read(path, None)
         return dataset, self.store.hits - hits, self.store.misses - misses
 
     def stages(self, path: Path, stages: tuple[str, ...]) -> StageReading:

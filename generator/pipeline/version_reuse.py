@@ -20,8 +20,8 @@ from pathlib import Path
 
 import generator
 from generator.model import ReportMeta
-from generator.pipeline.build_cache import file_digest
 from generator.pipeline.config import VersionConfig
+from generator.readers.base import sha256_of
 
 FORMAT = "kernel-report-version/1"
 KEEP_RECORDS = 256  # newest records kept (a few hundred bytes each)
@@ -58,7 +58,7 @@ def version_key(meta: ReportMeta, report_file: Path, version: VersionConfig, ind
     try:
         for path in files:
             for file in sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
-                digest.update(str(file).encode() + b"\0" + file_digest(file).encode())
+                digest.update(str(file).encode() + b"\0" + sha256_of(file).encode())
     except OSError:
         return None
     return digest.hexdigest()
@@ -70,7 +70,7 @@ def tree_digest(root: Path) -> str | None:
         return None
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + file_digest(path).encode())
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + sha256_of(path).encode())
     return digest.hexdigest()
 
 
