@@ -19,7 +19,8 @@ from generator.run_layout import NCU_PASSES
 ROOT = Path(__file__).parent.parent
 VIT = ROOT / "examples" / "runs" / "vit-sweep"
 #: Runs whose ncu pass profiled one launch per (kernel, stage) through profile windows.
-STAGE_TRUE = [ROOT / "examples" / "runs" / n for n in ("ocr-vlm-eager-v2", "ocr-vlm-sdpa-v2", "llm-decode-eager", "llm-decode-graph")]
+STAGE_TRUE = [ROOT / "examples" / "runs" / n for n in ("ocr-vlm-eager-v2", "ocr-vlm-sdpa-h200", "ocr-vlm-sdpa-v2",
+                                                      "llm-decode-eager", "llm-decode-graph")]
 RUNS = [ROOT / "examples" / "runs" / "ocr-vlm-eager", ROOT / "examples" / "runs" / "ocr-vlm-sdpa",
         ROOT / "examples" / "runs" / "llm-decode-small",
         *sorted(p.parent for p in VIT.glob("*/manifest.json")), ROOT / "tests" / "data" / "gemm", *STAGE_TRUE]
