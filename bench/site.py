@@ -8,8 +8,9 @@ each build a fresh ``python -m generator build`` process with its own build cach
 
 - cold: empty cache, no earlier site;
 - warm: the same build again, nothing changed;
-- one-changed: v2's input files re-encoded (each .xz decompressed and compressed again at another
-  preset: new bytes, same content), so v2's inputs are read afresh and v1's come from the cache.
+- one-changed: the .xz files of v2's runs re-encoded (each decompressed and compressed again at
+  another preset: new bytes, same content), so v2's inputs are read afresh and v1's come from the
+  cache.
 
 Printed per case: the least wall time of ``--repeat`` runs, that run's CPU time (build and
 children), the peak RSS of the build process and of its largest child (the forked .ncu-rep
@@ -67,17 +68,21 @@ for path in sorted(Path(sys.argv[1]).rglob("*.xz")):
 """
 
 
-def example_copy(root: Path, work: Path) -> Path:
-    """The bundled example's report.yaml and its runs, copied under ``work``; the copied report."""
+def example_copy(root: Path, work: Path) -> tuple[Path, list[Path]]:
+    """The bundled example's report.yaml and its runs, copied under ``work``: the copied report and
+    the copied run folders of its last version."""
     report = root / "examples" / "ocr-vlm" / "report.yaml"
     (work / "examples" / "ocr-vlm").mkdir(parents=True)
     shutil.copy(report, work / "examples" / "ocr-vlm" / "report.yaml")
+    copied: list[Path] = []
     for line in report.read_text(encoding="utf-8").splitlines():
         if "runs: [" in line:
+            copied = []
             for run in line.split("[", 1)[1].rstrip("]").split(","):
                 source = (report.parent / run.strip()).resolve()
-                shutil.copytree(source, work / "examples" / "runs" / source.name)
-    return work / "examples" / "ocr-vlm" / "report.yaml"
+                copied.append(work / "examples" / "runs" / source.name)
+                shutil.copytree(source, copied[-1])
+    return work / "examples" / "ocr-vlm" / "report.yaml", copied
 
 
 def reencode(folder: Path) -> None:
@@ -109,10 +114,11 @@ def measure(root: Path, repeat: int) -> dict[str, dict]:
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="bench-site-") as tmp:
             work = Path(tmp)
-            report = example_copy(root, work)
+            report, last_runs = example_copy(root, work)
             keep("cold", build(root, report, work))
             keep("warm", build(root, report, work))
-            reencode(work / "examples" / "runs" / "ocr-vlm-sdpa")
+            for run in last_runs:
+                reencode(run)
             keep("one-changed", build(root, report, work))
     return best
 

@@ -1,6 +1,7 @@
-"""Every findings rule fires and stays silent (or abstains) on the bundled example's real captures
-(examples/runs/ocr-vlm-eager-v2 = v1, ocr-vlm-sdpa = v2, H200). Expected numbers were read off the
-nsys summary and ncu rows by hand; the tests recompute the ones they can from the tables directly."""
+"""Every findings rule fires and stays silent (or abstains) on two real H200 captures
+(tests/data/ocr-vlm-eager-vs-sdpa: examples/runs/ocr-vlm-eager-v2 = v1, ocr-vlm-sdpa = v2).
+Expected numbers were read off the nsys summary and ncu rows by hand; the tests recompute the ones
+they can from the tables directly."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +16,7 @@ from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache, version_inputs
 
-REPORT = Path(__file__).parent.parent / "examples" / "ocr-vlm" / "report.yaml"
+REPORT = Path(__file__).parent / "data" / "ocr-vlm-eager-vs-sdpa" / "report.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_at_least_ten_bounded_findings_ordered_by_bound(example):
 @pytest.fixture(scope="module")
 def llm_decode():
     """examples/llm-decode: v1 eager decode (llm-decode-eager), v2 CUDA-graph decode (llm-decode-graph)."""
-    report = REPORT.parent.parent / "llm-decode" / "report.yaml"
+    report = Path(__file__).parent.parent / "examples" / "llm-decode" / "report.yaml"
     config = load_report(report)
     with InputCache() as cache:
         return {v.id: analyze_version(v.id, version_inputs(v, cache, report, i), AnalysisSettings(rule="sol"))

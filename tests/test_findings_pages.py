@@ -1,5 +1,5 @@
 """Findings pages: every finding's evidence equals the table values it cites, and the EN and ZH
-texts quote the same numbers (the bundled example's v2, examples/runs/ocr-vlm-sdpa)."""
+texts quote the same numbers (v2 of tests/data/ocr-vlm-eager-vs-sdpa: examples/runs/ocr-vlm-sdpa)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from generator.pipeline.inputs import InputCache, version_inputs
 from generator.render.data_files import write_version_data
 from generator.render.findings import render_finding
 
-REPORT = Path(__file__).parent.parent / "examples" / "ocr-vlm" / "report.yaml"
+REPORT = Path(__file__).parent / "data" / "ocr-vlm-eager-vs-sdpa" / "report.yaml"
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
