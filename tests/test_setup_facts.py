@@ -14,7 +14,7 @@ from conftest import ROOT, BuiltSite
 
 from generator.workload_params import WORKER_PARAMS, WORKLOAD_PARAMS
 
-RUNS = {"v1": ROOT / "examples" / "runs" / "ocr-vlm-eager-v2", "v2": ROOT / "examples" / "runs" / "ocr-vlm-sdpa"}
+RUNS = {"v1": ROOT / "examples" / "runs" / "ocr-vlm-eager-v2", "v2": ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200"}
 
 
 def _export_version(run: Path, tmp_path: Path) -> str:
