@@ -452,12 +452,19 @@ LEFT JOIN created AS g ON g.node = k.node
 #: temp.attr_launches (rid NULL: none open). One sweep per thread over range starts, points and
 #: range ends in time order (at one instant: starts, points, ends): the running count of open
 #: ranges is the depth D at a point, and as push/pop ranges nest, the innermost open range is the
-#: latest one that started at depth D before it.
+#: latest one that started at depth D before it. Only ranges overlapping the span of their thread's
+#: points take part: one wholly before or after every point adds as much depth as it removes before
+#: or after them all (a capture's warm-up and overhead iterations are most of its ranges).
 CREATE_ATTRIBUTION_POINTS = """
 CREATE TEMP TABLE attr_points AS
-WITH ev AS (
-    SELECT tid, start AS t, 0 AS kind, id FROM temp.attr_ranges
-    UNION ALL SELECT tid, end AS t, 2 AS kind, id FROM temp.attr_ranges
+WITH spans AS (
+    SELECT tid, min(t) AS lo, max(t) AS hi FROM temp.attr_launches GROUP BY tid
+), rs AS (
+    SELECT r.tid, r.start, r.end, r.id FROM temp.attr_ranges AS r JOIN spans AS s ON s.tid = r.tid
+    WHERE r.start <= s.hi AND r.end >= s.lo
+), ev AS (
+    SELECT tid, start AS t, 0 AS kind, id FROM rs
+    UNION ALL SELECT tid, end AS t, 2 AS kind, id FROM rs
     UNION ALL SELECT DISTINCT tid, t, 1 AS kind, NULL AS id FROM temp.attr_launches
 ), d AS (
     SELECT *, sum(CASE kind WHEN 0 THEN 1 WHEN 2 THEN -1 ELSE 0 END)
