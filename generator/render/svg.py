@@ -66,15 +66,23 @@ class _Worker:
 
     def answer(self) -> list[list[str]]:
         """``[path, problem]`` of each chart since the last answer that the worker could not render
-        (it has written the others); a worker that died: its exit status for every chart."""
+        (it has written the others); a worker that died: how it ended, for every chart."""
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
-        return json.loads(line) if line else [["", f"worker exited with status {self.process.wait()}"]]
+        if line:
+            return json.loads(line)
+        if self._adopted():  # its exit status goes to the process that started it
+            return [["", "worker ended without answering"]]
+        return [["", f"worker exited with status {self.process.wait()}"]]
+
+    def _adopted(self) -> bool:
+        """Whether :func:`prestart` started the worker in the process that forked this one."""
+        return _starter.get(self.process.pid) != os.getpid()
 
     def alive(self) -> bool:
-        """Whether the worker process runs (one :func:`prestart` started in the process that forked
-        this one can be waited for there only: whether it exists)."""
-        if _starter.get(self.process.pid) != os.getpid():
+        """Whether the worker process runs (an adopted one can be waited for in the process that
+        started it only: whether it exists)."""
+        if self._adopted():
             try:
                 os.kill(self.process.pid, 0)
             except OSError:
