@@ -275,7 +275,10 @@ versions:
     site.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "generator", "build", str(report), "--out", str(site), "--src", str(src)]
-    build = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    # as a terminal's foreground job gets it: a suite started in the background (nohup, a shell
+    # without job control) passes SIGINT on ignored, and then the build rightly ignores it too
+    build = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not list(tmp_path.glob(".site.kr-build-*")) and time.monotonic() < deadline:
         time.sleep(0.05)  # wait until the build has its staging directory …
