@@ -4,14 +4,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import vl_convert
-from conftest import ROOT
 from helpers_pages import example_result
 
 from generator.errors import InputError
@@ -194,39 +191,6 @@ def test_a_worker_that_died_is_one_line_and_the_next_batch_gets_a_new_one(result
     with svg_batch() as svgs:
         ch.write_svg(chart, "en", tmp_path, svgs)
     assert (tmp_path / chart.svg_path("en")).read_text(encoding="utf-8").startswith("<svg")
-
-
-ADOPTED_WORKER_DIES = """
-import os, signal, sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from generator.errors import InputError
-from generator.forks import side_by_side
-from generator.render import svg
-
-svg.prestart(["v1"])
-
-def render() -> str:
-    with svg.svg_batch(ahead="v1") as svgs:
-        os.kill(svgs._worker.process.pid, signal.SIGKILL)  # the worker this child took, started by its parent
-        svgs.submit({"mark": "point", "data": {"values": [{"x": 1}]}}, Path(sys.argv[2]))
-    return "no error"
-
-try:
-    print(side_by_side([render], 1)[0])
-except InputError as exc:
-    print(exc)
-"""
-
-
-def test_a_worker_started_ahead_that_dies_is_one_line_without_a_made_up_status(tmp_path: Path) -> None:
-    """A rendering child's worker was started by the build process (prestart): the child cannot
-    wait for it, so its death is reported as such, not as an exit status of 0."""
-    chart = tmp_path / "chart-en.svg"
-    done = subprocess.run([sys.executable, "-c", ADOPTED_WORKER_DIES, str(ROOT), str(chart)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"{chart}: chart renderer failed (worker ended without answering)"
 
 
 def test_spec_compiles_to_vega(charts) -> None:

@@ -115,7 +115,7 @@ from pathlib import Path
 from generator.forks import Forks
 from generator.render import svg
 svg.prestart(["v2"])
-started = svg._ahead["v2"].pid
+started = svg._ahead["v2"][0].pid
 def render():
     with svg.svg_batch("v2") as svgs:
         svgs.submit({"data": {"values": [{"a": 1}]}, "mark": "bar"}, Path(sys.argv[1]))
@@ -136,6 +136,38 @@ def test_a_chart_worker_started_ahead_serves_the_child_that_renders_the_version(
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["used"] == got["started"] and got["head"] == "<svg" and got["gone"]
+
+
+AHEAD_DIES = """
+import os, signal, sys
+from pathlib import Path
+from generator.errors import InputError
+from generator.forks import Forks
+from generator.render import svg
+svg.prestart(["v2"])
+def render():
+    with svg.svg_batch("v2") as svgs:
+        os.kill(svgs._worker.process.pid, signal.SIGKILL)  # the worker this child took: its parent's child
+        svgs.submit({"data": {"values": [{"a": 1}]}, "mark": "bar"}, Path(sys.argv[1]))
+    return "no error"
+with Forks(1) as forks:
+    forks.submit("render", render)
+    try:
+        print(forks.result("render"))
+    except InputError as exc:
+        print(exc)
+svg.release("v2")
+"""
+
+
+def test_a_chart_worker_started_ahead_that_dies_is_one_line_without_a_made_up_status(tmp_path: Path) -> None:
+    """The child rendering a version cannot wait for the worker the build started for it, so that
+    worker's death is reported as such, not as an exit status of 0."""
+    chart = tmp_path / "chart.svg"
+    out = subprocess.run([sys.executable, "-c", AHEAD_DIES, str(chart)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{chart}: chart renderer failed (worker ended without answering)"
 
 
 def test_the_error_of_a_pipelined_build_does_not_depend_on_timing(tmp_path: Path) -> None:

@@ -34,21 +34,18 @@ _FLUSH = b"null\n"
 
 
 def _start() -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    _starter[process.pid] = os.getpid()
-    return process
-
-
-#: worker pid → the process that started it (its parent: the only one that can wait for it)
-_starter: dict[int, int] = {}
+    return subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
 class _Worker:
     """The worker process and the thread feeding it (a full pipe blocks that thread, not the pages)."""
 
-    def __init__(self, process: subprocess.Popen | None = None) -> None:
-        self.process = process or _start()
+    def __init__(self, ahead: tuple[subprocess.Popen, int] | None = None) -> None:
+        """A new worker, or one :func:`prestart` started: (its process, the pid that started it)."""
+        self.process, starter = ahead or (_start(), os.getpid())
         self.owner = os.getpid()  # a forked copy of this process starts its own worker
+        #: started by the process that forked this one: only that one, its parent, can wait for it
+        self.adopted = starter != self.owner
         self.lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         threading.Thread(target=self._feed, daemon=True).start()
 
@@ -71,18 +68,13 @@ class _Worker:
         line = self.process.stdout.readline()
         if line:
             return json.loads(line)
-        if self._adopted():  # its exit status goes to the process that started it
+        if self.adopted:  # its exit status goes to the process that started it
             return [["", "worker ended without answering"]]
         return [["", f"worker exited with status {self.process.wait()}"]]
 
-    def _adopted(self) -> bool:
-        """Whether :func:`prestart` started the worker in the process that forked this one."""
-        return _starter.get(self.process.pid) != os.getpid()
-
     def alive(self) -> bool:
-        """Whether the worker process runs (an adopted one can be waited for in the process that
-        started it only: whether it exists)."""
-        if self._adopted():
+        """Whether the worker process runs (an adopted one cannot be waited for: whether it exists)."""
+        if self.adopted:
             try:
                 os.kill(self.process.pid, 0)
             except OSError:
@@ -107,8 +99,8 @@ def _end(process: subprocess.Popen) -> None:
 
 
 _worker: _Worker | None = None
-#: workers started ahead (:func:`prestart`) by what they were started for
-_ahead: dict[object, subprocess.Popen] = {}
+#: workers started ahead (:func:`prestart`) by what they were started for: (process, starting pid)
+_ahead: dict[object, tuple[subprocess.Popen, int]] = {}
 
 
 def prestart(keys: list[object]) -> None:
@@ -116,15 +108,15 @@ def prestart(keys: list[object]) -> None:
     goes on: ``svg_batch(ahead=key)`` here, or in a child forked after this call, takes it."""
     for key in keys:
         if key not in _ahead:
-            _ahead[key] = _start()
+            _ahead[key] = (_start(), os.getpid())
 
 
 def release(key: object) -> None:
     """End the worker started ahead for ``key`` (in the process that started it; a child that took
     it is done with it), if there is one."""
-    process = _ahead.pop(key, None)
-    if process is not None:
-        _end(process)
+    started = _ahead.pop(key, None)
+    if started is not None:
+        _end(started[0])
 
 
 class SvgBatch:
@@ -164,8 +156,7 @@ def svg_batch(ahead: object = None) -> Iterator[SvgBatch]:
     started for ``ahead``, else a new one."""
     global _worker
     if _worker is None or _worker.owner != os.getpid() or not _worker.alive():
-        started = _ahead.pop(ahead, None) if ahead is not None else None
-        _worker = _Worker(started)
+        _worker = _Worker(_ahead.pop(ahead, None) if ahead is not None else None)
     worker = _worker
     batch = SvgBatch(worker)
     try:
