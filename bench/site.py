@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"cold": 8.0, "warm": 2.0, "one-changed": 5.0}
 RSS_TARGET = 512 * 2**20
@@ -74,15 +76,16 @@ def example_copy(root: Path, work: Path) -> tuple[Path, list[Path]]:
     report = root / "examples" / "ocr-vlm" / "report.yaml"
     (work / "examples" / "ocr-vlm").mkdir(parents=True)
     shutil.copy(report, work / "examples" / "ocr-vlm" / "report.yaml")
-    copied: list[Path] = []
-    for line in report.read_text(encoding="utf-8").splitlines():
-        if "runs: [" in line:
-            copied = []
-            for run in line.split("[", 1)[1].rstrip("]").split(","):
-                source = (report.parent / run.strip()).resolve()
-                copied.append(work / "examples" / "runs" / source.name)
-                shutil.copytree(source, copied[-1])
-    return work / "examples" / "ocr-vlm" / "report.yaml", copied
+    versions = yaml.safe_load(report.read_text(encoding="utf-8"))["versions"]
+    copies: dict[Path, Path] = {}  # each run folder once, though versions share it
+    for version in versions:
+        for run in version.get("runs", []):
+            source = (report.parent / run).resolve()
+            if source not in copies:
+                copies[source] = work / "examples" / "runs" / source.name
+                shutil.copytree(source, copies[source])
+    last = [copies[(report.parent / run).resolve()] for run in versions[-1].get("runs", [])]
+    return work / "examples" / "ocr-vlm" / "report.yaml", last
 
 
 def reencode(folder: Path) -> None:
