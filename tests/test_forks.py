@@ -170,6 +170,46 @@ def test_a_chart_worker_started_ahead_that_dies_is_one_line_without_a_made_up_st
     assert out.stdout.strip() == f"{chart}: chart renderer failed (worker ended without answering)"
 
 
+PREFETCH = """
+import json, os, sys
+from pathlib import Path
+from generator.errors import InputError
+from generator.pipeline.inputs import InputCache
+from generator.readers import read
+forks = []
+os.register_at_fork(after_in_parent=lambda: forks.append(1))
+bad, good, csv = map(Path, sys.argv[1:4])
+with InputCache() as cache:
+    cache.prefetch([bad, good, csv, good])
+    got = cache.read(csv).kernel_metrics, cache.read(good).kernel_metrics
+    counted = len(forks)
+    try:
+        cache.read(bad)
+        error = None
+    except InputError as exc:
+        error = str(exc)
+print(json.dumps({"forks": counted, "error": error, "same": [got[0].equals(read(csv).kernel_metrics),
+                                                               got[1].equals(read(good).kernel_metrics)]}))
+"""
+
+
+def test_reports_read_ahead_are_read_one_after_the_other_in_one_child(tmp_path: Path) -> None:
+    """A version's ncu reports are read ahead in one child, one after the other (a child per file
+    would start only once the build collects the one before, after its nsys export): each comes
+    back as reading it here gives it, a file that fails raises its one-line error when the build
+    reads it, and a file named twice is read once."""
+    bad = tmp_path / "bad.ncu-rep"
+    bad.write_bytes(b"not a report")
+    data = ROOT / "tests" / "data" / "h200-small"
+    out = subprocess.run([sys.executable, "-c", PREFETCH, str(bad), str(data / "small_vlm_prefill.ncu-rep.xz"),
+                          str(data / "small_vlm_decode_ncu_raw.csv.xz")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["forks"] == 1 and got["same"] == [True, True]
+    assert got["error"].startswith(f"{bad}: ") and "\n" not in got["error"]
+
+
 def test_the_error_of_a_pipelined_build_does_not_depend_on_timing(tmp_path: Path) -> None:
     """Versions are read side by side: the error reported is the first failing read in version
     order (here v2's file, though v3's child may fail first), in one line (nothing else on stderr:

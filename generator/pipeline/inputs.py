@@ -20,7 +20,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -41,7 +41,13 @@ from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompressed_copy, naming, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
-from generator.readers.nsys_sqlite import GRAPH_COLUMNS, TIMELINE_COLUMNS, ModuleAttribution, StageReading, read_stages
+from generator.readers.nsys_sqlite import (
+    GRAPH_COLUMNS,
+    TIMELINE_COLUMNS,
+    ModuleAttribution,
+    StageReading,
+    read_stages,
+)
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
@@ -62,7 +68,8 @@ class InputCache:
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
         self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}
         self._ahead = Forks(1, here=not can_fork())
-        self._pending: set[Path] = set()
+        self._pending: dict[Path, tuple[Path, ...]] = {}  # path → the prefetched batch reading it
+        self._fetched: dict[tuple[Path, ...], dict[Path, tuple[bool, Any, int, int]]] = {}
 
     def __enter__(self) -> InputCache:
         return self
@@ -72,23 +79,31 @@ class InputCache:
         self._tmp.cleanup()
 
     def prefetch(self, paths: list[Path]) -> None:
-        """Start reading ``paths`` (whole files, no stage) in a forked child, one file after the
-        other, while this process reads the rest; :meth:`read` collects them. Files read or stored
-        already are left alone."""
+        """Start reading ``paths`` (whole files, no stage) in one forked child, one file after the
+        other, while this process reads the rest; :meth:`read` collects them. Files read, stored or
+        prefetched already are left alone."""
+        batch: list[Path] = []
         for path in paths:
             path = path.resolve()
-            if (path, None) in self._datasets or path in self._pending or self.store.holds(path, "read", [None]):
+            if (path, None) in self._datasets or path in self._pending or path in batch \
+                    or self.store.holds(path, "read", [None]):
                 continue
-            self._pending.add(path)
-            self._ahead.submit(path, functools.partial(self._counted_read, path))
+            batch.append(path)
+        if batch:
+            self._pending.update(dict.fromkeys(batch, tuple(batch)))
+            self._ahead.submit(tuple(batch), functools.partial(self._counted_reads, batch))
 
     def read(self, path: Path, stage: str | None = None) -> Dataset:
         key = (path.resolve(), stage)
         if key not in self._datasets:
             if stage is None and key[0] in self._pending:
-                self._pending.discard(key[0])
-                dataset, hits, misses = self._ahead.result(key[0])
+                batch = self._pending.pop(key[0])
+                if batch not in self._fetched:
+                    self._fetched[batch] = self._ahead.result(batch)
+                ok, dataset, hits, misses = self._fetched[batch].pop(key[0])
                 self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
+                if not ok:
+                    raise dataset
             else:
                 dataset = self._stored_read(path, stage)
             self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
@@ -98,12 +113,19 @@ class InputCache:
         """What the store holds for ``path`` read at ``stage``, else read (and stored) now."""
         return self.store.get(path, "read", [stage], lambda: self._on_plain(path, lambda plain: read(plain, stage=stage)))
 
-    def _counted_read(self, path: Path) -> tuple[Dataset, int, int]:
-        """In the prefetching child: :meth:`_stored_read` of ``path``, with the store's hits and
-        misses for it."""
-        hits, misses = self.store.hits, self.store.misses
-        dataset = self._stored_read(path, None)
-        return dataset, self.store.hits - hits, self.store.misses - misses
+    def _counted_reads(self, paths: list[Path]) -> dict[Path, tuple[bool, Any, int, int]]:
+        """In the prefetching child: per path, (True, :meth:`_stored_read`) or (False, its error),
+        with the store's hits and misses for it; one file after the other, all of them, as the
+        parent asks for each in turn."""
+        done: dict[Path, tuple[bool, Any, int, int]] = {}
+        for path in paths:
+            hits, misses = self.store.hits, self.store.misses
+            try:
+                ok, value = True, self._stored_read(path, None)
+            except Exception as exc:  # noqa: BLE001 - raised in the parent when it reads this path
+                ok, value = False, exc
+            done[path] = (ok, value, self.store.hits - hits, self.store.misses - misses)
+        return done
 
     def stages(self, path: Path, stages: tuple[str, ...]) -> StageReading:
         """Kernel summaries, range instances, CUDA graph and timeline figures and module attribution of
