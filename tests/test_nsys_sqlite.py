@@ -369,3 +369,15 @@ def test_read_stages_equals_the_readers_one_by_one(plain, stages: list[str]) -> 
     assert reading.module_form == modules.form and reading.module_classes == modules.classes
     assert (reading.module_kernels is None and modules.kernels is None) or reading.module_kernels.equals(modules.kernels)
     assert set(reading.summary["stage"]) == set(stages)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_capture_facts_are_those_of_the_whole_dataset(plain, path: Path) -> None:
+    """What a build takes from a capture run's export besides its stages (provenance, GPUs, CUDA API
+    summary) is what the whole Dataset holds, without the summaries it does not use."""
+    db = plain(path)
+    facts, dataset = ns.capture_facts(db), ns.READER.read(db)
+    assert facts.provenance == dataset.provenance and facts.gpus == dataset.gpus
+    assert (facts.api_summary is None) == (dataset.api_summary is None)
+    assert facts.api_summary is None or facts.api_summary.equals(dataset.api_summary)
+    assert facts.kernel_summary is facts.nvtx_summary is facts.memcpy_summary is None

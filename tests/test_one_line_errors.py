@@ -18,7 +18,7 @@ from generator.errors import InputError
 from generator.pipeline.config import load_report
 from generator.readers import read
 from generator.readers.inflate import FLOOR
-from generator.readers.nsys_sqlite import kernel_summary
+from generator.readers.nsys_sqlite import capture_facts, kernel_summary
 
 DATA = Path(__file__).parent / "data"
 STATS = DATA / "nsys-stats-2025"
@@ -98,6 +98,8 @@ def damaged_page(tmp_path: Path, page: int, name: str = "damaged.sqlite") -> Pat
 # Pages of tests/data/gemm/nsys/report.sqlite (SQLite's dbstat): 2 = the root of StringIds, 25 = the
 # one page of CUPTI_ACTIVITY_KIND_KERNEL, 86 = META_DATA_EXPORT, 21 = PROFILER_OVERHEAD (no read uses it).
 STRING_IDS_ROOT, KERNELS, META_DATA_EXPORT, PROFILER_OVERHEAD = 2, 25, 86, 21
+#: 27 = the one page of NVTX_EVENTS, 24 = the root of CUPTI_ACTIVITY_KIND_RUNTIME
+NVTX_EVENTS, RUNTIME_ROOT = 27, 24
 
 
 @pytest.mark.parametrize(("page", "table"), [(STRING_IDS_ROOT, "StringIds"), (KERNELS, "CUPTI_ACTIVITY_KIND_KERNEL")])
@@ -135,6 +137,24 @@ def test_sqlite_damage_only_where_a_read_does_not_look_changes_nothing(tmp_path:
     pd.testing.assert_frame_equal(kernel_summary(meta), kernel_summary(intact))
     assert kernel_summary(meta)["count"].tolist() == [2, 2]
     assert "quick_check of META_DATA_EXPORT: " in one_line(capsys, ["inspect", str(meta)])
+
+
+def test_capture_facts_check_only_the_tables_they_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture run's facts (provenance, GPUs, CUDA API summary) stand with a broken NVTX page,
+    which refuses the whole Dataset, and are refused with a broken page of the runtime calls."""
+    intact = tmp_path / "intact.sqlite"
+    intact.write_bytes(lzma.decompress(GEMM_SQLITE.read_bytes()))
+    nvtx = damaged_page(tmp_path, NVTX_EVENTS, "nvtx.sqlite")
+    with pytest.raises(InputError, match=r"quick_check of NVTX_EVENTS: "):
+        read(nvtx)
+    facts, expected = capture_facts(nvtx), capture_facts(intact)
+    assert facts.gpus == expected.gpus and facts.api_summary.equals(expected.api_summary)
+    with sqlite3.connect(intact) as con:  # every runtime call, counted independently
+        assert facts.api_summary["count"].sum() == con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0] == 997
+    runtime = damaged_page(tmp_path, RUNTIME_ROOT, "runtime.sqlite")
+    with pytest.raises(InputError, match=r"\(quick_check of CUPTI_ACTIVITY_KIND_RUNTIME: ") as caught:
+        capture_facts(runtime)
+    assert caught.value.path == str(runtime) and "\n" not in str(caught.value)
 
 
 def test_sqlite_shorter_than_its_header_states_is_refused(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ from generator.readers.nsys_sqlite import (
     TIMELINE_COLUMNS,
     ModuleAttribution,
     StageReading,
+    capture_facts,
     read_stages,
 )
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
@@ -67,6 +68,7 @@ class InputCache:
         self._plain: dict[Path, Path] = {}
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
         self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}
+        self._facts: dict[Path, Dataset] = {}
         self._ahead = Forks(1, here=not can_fork())
         self._pending: dict[Path, tuple[Path, ...]] = {}  # path → the prefetched batch reading it
         self._fetched: dict[tuple[Path, ...], dict[Path, tuple[bool, Any, int, int]]] = {}
@@ -135,6 +137,14 @@ class InputCache:
             self._stages[key] = self.store.get(path, "read_stages", list(stages), lambda: self._on_plain(
                 path, lambda plain: read_stages(plain, list(stages))))
         return self._stages[key]
+
+    def facts(self, path: Path) -> Dataset:
+        """Provenance, GPUs and CUDA API summary of an nsys SQLite export (nsys_sqlite.capture_facts)."""
+        key = path.resolve()
+        if key not in self._facts:
+            dataset = self.store.get(path, "capture_facts", [], lambda: self._on_plain(path, capture_facts))
+            self._facts[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
+        return self._facts[key]
 
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
@@ -248,7 +258,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         manifest = load_manifest(run)
         manifests.append(manifest)
         sqlite = first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
-        nsys = cache.read(sqlite)
+        nsys = cache.facts(sqlite)
         stages = tuple(manifest_stages(run, manifest))
         reading = cache.stages(sqlite, stages or (ALL_STAGES,))  # no stages: the whole capture is the measured work
         if stages:

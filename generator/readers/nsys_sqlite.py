@@ -53,9 +53,11 @@ KERNEL_SUMMARY_TABLES = (KERNEL_TABLE, "StringIds")
 _RANGE_TABLES = (NVTX_TABLE, "StringIds")
 #: The calls inside the ranges and the kernels they launched (:meth:`_Capture.launches`).
 _LAUNCH_TABLES = (*_RANGE_TABLES, RUNTIME_TABLE, KERNEL_TABLE)
+#: The CUDA API summary, GPUs and provenance (:func:`capture_facts`).
+_FACT_TABLES = (RUNTIME_TABLE, "StringIds", "TARGET_INFO_SYSTEM_ENV", "TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU",
+                "META_DATA_EXPORT")
 #: The Dataset's other summaries, GPUs and provenance (:meth:`NsysSqliteReader.read`).
-_DATASET_TABLES = (NVTX_TABLE, RUNTIME_TABLE, "StringIds", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                   "TARGET_INFO_SYSTEM_ENV", "TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU", "META_DATA_EXPORT")
+_DATASET_TABLES = (*_FACT_TABLES, NVTX_TABLE, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 #: CUDA graph figures of the whole capture (:func:`graph_capture_totals`: launch calls by name).
 _GRAPH_TABLES = (KERNEL_TABLE, GRAPH_TRACE_TABLE, RUNTIME_TABLE, "StringIds")
 #: Module attribution: module ranges and, for graph kernels, where their nodes were created.
@@ -455,6 +457,14 @@ class NsysSqliteReader:
 
 
 READER = NsysSqliteReader()
+
+
+def capture_facts(path: str | Path) -> Dataset:
+    """The export's provenance, GPUs and CUDA API summary: what a build takes from a capture run's
+    export besides :func:`read_stages` (its kernel figures come from there), without the whole
+    capture's kernel, NVTX and memory summaries of :meth:`NsysSqliteReader.read`."""
+    with _open(path, _FACT_TABLES) as cap:
+        return Dataset(provenance=_provenance(cap), api_summary=_api_summary(cap), gpus=_gpus(cap))
 
 
 def graph_summary(path: str | Path, stages: Sequence[str]) -> pd.DataFrame:
