@@ -252,6 +252,10 @@ GROUP BY i.stage, i.device, m.idle_med_ns
 # (start, end, correlationId) and its kernels are not in the export.
 
 GRAPH_LAUNCH_API = "cudaGraphLaunch"
+#: The StringIds ids of its names (``cudaGraphLaunch``, ``cudaGraphLaunch_v10000``): looked up once,
+#: not once per call row.
+_GRAPH_LAUNCH_IDS = (f"SELECT id FROM StringIds WHERE value = '{GRAPH_LAUNCH_API}' "
+                     f"OR value LIKE '{GRAPH_LAUNCH_API}\\_v%' ESCAPE '\\'")
 
 
 def graph_stage_summary(graph_trace: bool) -> str:
@@ -264,9 +268,7 @@ def graph_stage_summary(graph_trace: bool) -> str:
         if graph_trace else "SELECT NULL AS stage, 0 AS n, 0 AS ns WHERE 0"
     return f"""
 WITH launches AS (
-    SELECT c.stage, count(*) AS n FROM temp.stage_calls AS c JOIN StringIds AS s ON s.id = c.name
-    WHERE s.value = '{GRAPH_LAUNCH_API}' OR s.value LIKE '{GRAPH_LAUNCH_API}\\_v%' ESCAPE '\\'
-    GROUP BY c.stage
+    SELECT stage, count(*) AS n FROM temp.stage_calls WHERE name IN ({_GRAPH_LAUNCH_IDS}) GROUP BY stage
 ), kernels AS (
     SELECT stage, sum(node IS NOT NULL) AS node_n, sum(CASE WHEN node IS NOT NULL THEN end - start ELSE 0 END) AS node_ns,
            count(*) AS n, sum(end - start) AS ns
@@ -285,8 +287,8 @@ def graph_capture_totals(node_column: bool, graph_trace: bool, runtime: bool) ->
     """The whole capture's row of :func:`graph_stage_summary` (no NVTX restriction): the same
     columns over every launch of the file, ``stage`` bound as the one parameter."""
     node = "graphNodeId IS NOT NULL" if node_column else "0"
-    launches = f"""(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS s ON s.id = r.nameId
-     WHERE s.value = '{GRAPH_LAUNCH_API}' OR s.value LIKE '{GRAPH_LAUNCH_API}\\_v%' ESCAPE '\\')""" if runtime else "0"
+    launches = f"(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN ({_GRAPH_LAUNCH_IDS}))" \
+        if runtime else "0"
     trace = ("(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE), "
              "(SELECT coalesce(sum(end - start), 0) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE)") if graph_trace else "0, 0"
     return f"""
