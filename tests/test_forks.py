@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from generator.machine import cpus
+from generator.pipeline.inputs import AHEAD_NICENESS
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = """
@@ -174,12 +175,17 @@ PREFETCH = """
 import json, os, sys
 from pathlib import Path
 from generator.errors import InputError
-from generator.pipeline.inputs import InputCache
+from generator.pipeline import inputs
 from generator.readers import read
-forks = []
+forks, niceness = [], Path(sys.argv[4])
 os.register_at_fork(after_in_parent=lambda: forks.append(1))
 bad, good, csv = map(Path, sys.argv[1:4])
-with InputCache() as cache:
+stored_read = inputs.InputCache._stored_read
+def noted(self, path, stage):  # the prefetching child notes its niceness
+    niceness.write_text(str(os.nice(0)))
+    return stored_read(self, path, stage)
+inputs.InputCache._stored_read = noted
+with inputs.InputCache() as cache:
     cache.prefetch([bad, good, csv, good])
     got = cache.read(csv).kernel_metrics, cache.read(good).kernel_metrics
     counted = len(forks)
@@ -188,25 +194,26 @@ with InputCache() as cache:
         error = None
     except InputError as exc:
         error = str(exc)
-print(json.dumps({"forks": counted, "error": error, "same": [got[0].equals(read(csv).kernel_metrics),
-                                                               got[1].equals(read(good).kernel_metrics)]}))
+same = [got[0].equals(read(csv).kernel_metrics), got[1].equals(read(good).kernel_metrics)]
+print(json.dumps({"forks": counted, "error": error, "nice": [os.nice(0), int(niceness.read_text())], "same": same}))
 """
 
 
 def test_reports_read_ahead_are_read_one_after_the_other_in_one_child(tmp_path: Path) -> None:
     """A version's ncu reports are read ahead in one child, one after the other (a child per file
-    would start only once the build collects the one before, after its nsys export): each comes
-    back as reading it here gives it, a file that fails raises its one-line error when the build
-    reads it, and a file named twice is read once."""
+    would start only once the build collects the one before, after its nsys export), at a lower
+    CPU priority: each comes back as reading it here gives it, a file that fails raises its
+    one-line error when the build reads it, and a file named twice is read once."""
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(b"not a report")
     data = ROOT / "tests" / "data" / "h200-small"
     out = subprocess.run([sys.executable, "-c", PREFETCH, str(bad), str(data / "small_vlm_prefill.ncu-rep.xz"),
-                          str(data / "small_vlm_decode_ncu_raw.csv.xz")], cwd=ROOT, capture_output=True, text=True,
+                          str(data / "small_vlm_decode_ncu_raw.csv.xz"), str(tmp_path / "nice")], cwd=ROOT, capture_output=True, text=True,
                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["forks"] == 1 and got["same"] == [True, True]
+    assert got["nice"][1] == got["nice"][0] + AHEAD_NICENESS  # it yields to the nsys export read meanwhile
     assert got["error"].startswith(f"{bad}: ") and "\n" not in got["error"]
 
 

@@ -93,7 +93,8 @@ class InputCache:
             batch.append(path)
         if batch:
             self._pending.update(dict.fromkeys(batch, tuple(batch)))
-            self._ahead.submit(tuple(batch), functools.partial(self._counted_reads, batch))
+            reads = functools.partial(self._counted_reads, batch)
+            self._ahead.submit(tuple(batch), reads if self._ahead.here else functools.partial(_behind, reads))
 
     def read(self, path: Path, stage: str | None = None) -> Dataset:
         key = (path.resolve(), stage)
@@ -155,6 +156,17 @@ class InputCache:
             self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)
         with naming(path):
             return action(self._plain[path])
+
+
+#: How much lower the CPU priority of the child reading ncu reports ahead is (``nice``): the
+#: version's nsys export, read meanwhile, is the longer chain (decompressing, then its stages).
+AHEAD_NICENESS = 5
+
+
+def _behind(call: Callable[[], T]) -> T:
+    """In the prefetching child: ``call()`` at AHEAD_NICENESS lower priority (children it forks too)."""
+    os.nice(AHEAD_NICENESS)
+    return call()
 
 
 def load_manifest(run: Path) -> dict:
