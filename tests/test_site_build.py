@@ -87,6 +87,31 @@ def test_search_index_segments_chinese(example_site: BuiltSite) -> None:
     assert any(re.search(r"#.*[\u4e00-\u9fff]", doc["location"]) for doc in zh)  # Chinese anchors kept
 
 
+def test_charts_still_drawn_are_copied_after_every_language_is_built(tmp_path: Path) -> None:
+    """A version's chart SVGs may still be being drawn while MkDocs builds (empty files stand
+    there): they are copied as MkDocs would copy them, once every language's pages are built, so
+    no language's build waits for the chart worker. Built from the committed Markdown of v2."""
+    from generator.pipeline.mkdocs_site import build_version_site  # here: importing it starts loading jieba
+
+    src = tmp_path / "v2"
+    shutil.copytree(ROOT / "site_src" / "ocr-vlm-h200" / "v2", src)
+    charts = sorted((src / "docs" / "assets" / "charts").glob("*.svg"))
+    drawn = {path: path.read_bytes() for path in charts}
+    for path in charts:
+        path.write_bytes(b"")
+    site = tmp_path / "site"
+    seen: list[bool] = []
+
+    def draw() -> None:
+        seen.append((site / "zh" / "index.html").exists() and not (site / "assets" / "charts").exists())
+        for path, content in drawn.items():
+            path.write_bytes(content)
+
+    build_version_site(src / "mkdocs.yml", site, load_report(EXAMPLE).versions[1].date, late=charts, before_late=draw)
+    assert len(charts) == 58 and seen == [True]
+    assert {p.name: p.read_bytes() for p in (site / "assets" / "charts").glob("*.svg")} == {p.name: c for p, c in drawn.items()}
+
+
 #: forks right after importing mkdocs_site (whose thread is then loading jieba's dictionary) and
 #: segments Chinese in the copy, as a version's forked render-and-build task does
 FORK_AFTER_IMPORT = """

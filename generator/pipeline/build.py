@@ -267,9 +267,9 @@ def render_and_build(result: VersionResult, meta: ReportMeta, report_file: Path,
     from generator.render.pages import latest_page_names, page_file, page_names, render_version
 
     docs = version_src / "docs"
-    with svg.svg_batch(charts_ahead) as svgs:  # the SVGs are drawn while MkDocs converts the pages: it waits before copying them
+    with svg.svg_batch(charts_ahead) as svgs:  # the SVGs are drawn while MkDocs builds the site: it copies them last
         render_version(result, meta, docs, list(meta.langs), svgs)
         nav = [page_file(page, meta.langs[0], meta.langs[0]) for page in page_names(result)]
         version = meta.version(result.version_id)
         mkdocs_yml = write_mkdocs_config(report_file, meta, version, version_src, nav, latest_page_names(meta))
-        build_version_site(mkdocs_yml, site_dir, version.date, before_copy=svgs.finish)
+        build_version_site(mkdocs_yml, site_dir, version.date, late=svgs.paths, before_late=svgs.finish)

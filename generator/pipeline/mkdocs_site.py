@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import gzip
 import html
 import logging
@@ -9,7 +10,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import jieba
@@ -19,6 +20,7 @@ from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import MkDocsException
 from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.structure.files import File, Files
 from mkdocs.theme import Theme
 
 from generator.errors import InputError
@@ -35,11 +37,12 @@ _DICTIONARY.start()
 os.register_at_fork(before=_DICTIONARY.join)
 
 
-def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date, *,
-                       before_copy: Callable[[], None] = lambda: None) -> None:
+def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date, *, late: Collection[Path] = (),
+                       before_late: Callable[[], None] = lambda: None) -> None:
     """`mkdocs build --strict` of one version into ``site_dir`` (less its 404 page); InputError with
-    the warnings if it fails. ``before_copy()`` runs once the pages are converted, before MkDocs
-    copies the docs' other files (the chart SVGs may still be being drawn until then)."""
+    the warnings if it fails. The docs' files ``late`` (chart SVGs still being drawn: empty files
+    stand there meanwhile) are copied after every language is built, once ``before_late()``
+    returns, where and as MkDocs would have copied them."""
     epoch = int(datetime.datetime.combine(date, datetime.time(), datetime.UTC).timestamp())
     collected = _WarningCollector()
     logger = logging.getLogger("mkdocs")
@@ -48,8 +51,11 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date, *,
     os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
     try:
         config = load_config(config_file=str(mkdocs_yml), site_dir=str(site_dir), strict=True)
-        config.plugins["kr-compiled-theme"] = _CompiledTheme(before_copy)
+        hooks = _BuildHooks(late)
+        config.plugins["kr-build-hooks"] = hooks
         mkdocs_build(config)
+        before_late()
+        hooks.copy_late()
         # A 404 page only works at the root of a host; in a version folder its links point nowhere.
         (site_dir / "404.html").unlink(missing_ok=True)
         _sitemaps(site_dir, config, epoch)
@@ -103,21 +109,31 @@ def compile_theme() -> None:
             pass
 
 
-class _CompiledTheme(BasePlugin):
+class _BuildHooks(BasePlugin):
     """Added to the loaded config (not to mkdocs.yml): the theme environment reuses the templates
-    compiled by the builds before it, and ``before_copy()`` runs at ``on_env``, which MkDocs calls
-    after converting the pages and before copying the static files (each language's build calls
-    it; ``before_copy`` does its work once)."""
+    compiled by the builds before it, and the copies of the ``late`` files MkDocs makes (at each
+    language's build) are kept for :meth:`copy_late` instead."""
 
-    def __init__(self, before_copy: Callable[[], None]) -> None:
+    def __init__(self, late: Collection[Path]) -> None:
         super().__init__()
-        self.before_copy = before_copy
+        self.late = {os.path.realpath(path) for path in late}
+        self.kept: list[tuple[File, bool]] = []
 
     @event_priority(100)
-    def on_env(self, env: jinja2.Environment, /, *, config: MkDocsConfig, files: object) -> jinja2.Environment:
-        self.before_copy()
+    def on_env(self, env: jinja2.Environment, /, *, config: MkDocsConfig, files: Files) -> jinja2.Environment:
+        for file in files:  # MkDocs copies the static files right after this event
+            if file.abs_src_path is not None and os.path.realpath(file.abs_src_path) in self.late:
+                file.copy_file = functools.partial(self._keep, file)  # type: ignore[method-assign]
         env.bytecode_cache = COMPILED
         return env
+
+    def _keep(self, file: File, dirty: bool = False) -> None:
+        self.kept.append((file, dirty))
+
+    def copy_late(self) -> None:
+        """The copies kept, made now."""
+        for file, dirty in self.kept:
+            File.copy_file(file, dirty)
 
 
 class _WarningCollector(logging.Handler):
