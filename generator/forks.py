@@ -59,9 +59,10 @@ class Forks:
     calls run in this process instead, one per :meth:`next`. Use as a context manager: leaving it
     kills the children still running."""
 
-    def __init__(self, limit: int, *, here: bool = False) -> None:
+    def __init__(self, limit: int, *, here: bool = False, niceness: int = 0) -> None:
         self.limit = max(limit, 1)
         self.here = here
+        self.niceness = niceness  # how much lower the children's CPU priority is (``nice``)
         self._waiting: deque[tuple[Hashable, Callable[[], Any]]] = deque()
         self._running: dict[Connection, tuple[Hashable, multiprocessing.process.BaseProcess]] = {}
         self._done: dict[Hashable, tuple[bool, Any]] = {}
@@ -134,7 +135,8 @@ class Forks:
         while self._waiting and len(self._running) < self.limit:
             key, call = self._waiting.popleft()
             reader, writer = fork.Pipe(duplex=False)
-            child = fork.Process(target=_answer, args=(writer, call, os.getpid()))  # not daemonic: it may fork too
+            # not daemonic: it may fork too
+            child = fork.Process(target=_answer, args=(writer, call, os.getpid(), self.niceness))
             child.start()
             writer.close()
             self._running[reader] = (key, child)
@@ -179,9 +181,12 @@ def _die_with(parent: int) -> None:
         os._exit(1)  # it ended before the request took effect
 
 
-def _answer(writer: Connection, call: Callable[[], Any], parent: int) -> None:
-    """In a child: ``call()`` sent back as (True, value), or (False, the error)."""
+def _answer(writer: Connection, call: Callable[[], Any], parent: int, niceness: int) -> None:
+    """In a child: ``call()``, at ``niceness`` lower priority, sent back as (True, value), or (False,
+    the error)."""
     _die_with(parent)
+    if niceness:
+        os.nice(niceness)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked CLI would raise KeyboardInterrupt here
     try:

@@ -52,6 +52,9 @@ from generator.readers.nsys_sqlite import (
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
+#: How much lower the CPU priority of the child reading ncu reports ahead is (``nice``): the
+#: version's nsys export, read meanwhile, is the longer chain (decompressing, then its stages).
+AHEAD_NICENESS = 5
 
 
 class InputCache:
@@ -69,7 +72,7 @@ class InputCache:
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
         self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}
         self._facts: dict[Path, Dataset] = {}
-        self._ahead = Forks(1, here=not can_fork())
+        self._ahead = Forks(1, here=not can_fork(), niceness=AHEAD_NICENESS)
         self._pending: dict[Path, tuple[Path, ...]] = {}  # path → the prefetched batch reading it
         self._fetched: dict[tuple[Path, ...], dict[Path, tuple[bool, Any, int, int]]] = {}
 
@@ -93,8 +96,7 @@ class InputCache:
             batch.append(path)
         if batch:
             self._pending.update(dict.fromkeys(batch, tuple(batch)))
-            reads = functools.partial(self._counted_reads, batch)
-            self._ahead.submit(tuple(batch), reads if self._ahead.here else functools.partial(_behind, reads))
+            self._ahead.submit(tuple(batch), functools.partial(self._counted_reads, batch))
 
     def read(self, path: Path, stage: str | None = None) -> Dataset:
         key = (path.resolve(), stage)
@@ -156,17 +158,6 @@ class InputCache:
             self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)
         with naming(path):
             return action(self._plain[path])
-
-
-#: How much lower the CPU priority of the child reading ncu reports ahead is (``nice``): the
-#: version's nsys export, read meanwhile, is the longer chain (decompressing, then its stages).
-AHEAD_NICENESS = 5
-
-
-def _behind(call: Callable[[], T]) -> T:
-    """In the prefetching child: ``call()`` at AHEAD_NICENESS lower priority (children it forks too)."""
-    os.nice(AHEAD_NICENESS)
-    return call()
 
 
 def load_manifest(run: Path) -> dict:
