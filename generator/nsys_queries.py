@@ -331,7 +331,7 @@ def representative_launches(node_column: bool) -> str:
     node = "k.graphNodeId" if node_column else "NULL"
     return f"""
 WITH l AS (
-    SELECT c.stage AS stage, c.idx AS idx, c.inst AS inst, c.corr AS corr, c.pid AS pid,
+    SELECT c.stage AS stage, c.idx AS idx, c.inst AS inst, c.tid AS tid, c.t AS t,
            k.demangledName AS name, k.gridX AS gx, k.gridY AS gy, k.gridZ AS gz, k.blockX AS bx,
            k.blockY AS by, k.blockZ AS bz, k.staticSharedMemory + k.dynamicSharedMemory AS smem,
            k.end - k.start AS d, k.start AS kstart, {node} AS node
@@ -349,11 +349,10 @@ WITH l AS (
     FROM cfg
 )
 SELECT b.stage, b.idx, b.name, b.gx, b.gy, b.gz, b.bx, b.by, b.bz, b.smem, b.cfg_ns, b.cfg_n,
-       t.ns, t.n, t.configs, l.inst, r.globalTid, r.start, l.node
+       t.ns, t.n, t.configs, l.inst, l.tid, l.t, l.node
 FROM best AS b
 JOIN tot AS t ON t.stage = b.stage AND t.name = b.name
 JOIN l ON l.stage = b.stage AND l.name = b.name AND l.kstart = b.first_start
-JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = l.corr AND r.globalTid >> 24 = l.pid
 WHERE b.rk = 1
 GROUP BY b.stage, b.name
 ORDER BY b.idx, b.cfg_ns DESC
