@@ -20,8 +20,9 @@ NSYS_EXTRA_REPORTS: tuple[str, ...] = ("nvtx_sum", "cuda_api_sum")
 
 def worker_argv(python: str, workload: str, params: Params, stages_out: Path | None = None,
                 overhead_runs: int = 0, profile_plan: Path | None = None) -> list[str]:
+    """The nsys run (``stages_out``) also marks the operator calls the ncu run's windows are placed by."""
     argv = [python, "-m", "capture.worker", "--workload", workload, *to_argv(params)]
-    argv += ["--stages-out", str(stages_out)] if stages_out else []
+    argv += ["--stages-out", str(stages_out), "--mark-operators"] if stages_out else []
     argv += ["--overhead-runs", str(overhead_runs)] if overhead_runs else []
     return argv + (["--profile-plan", str(profile_plan)] if profile_plan else [])
 
@@ -47,15 +48,16 @@ def nsys_stats(nsys: str, layout: RunLayout, reports: list[str], prefix: str, st
 
 def ncu_profile(ncu: str, layout: RunLayout, worker: list[str], *, includes: list[str], kernel_regex: str,
                 sections: tuple[str, ...] = DEFAULT_SECTIONS, section_set: str | None = None,
-                metrics: list[str] | None = None, clock_control: str = "none", suffix: str = "") -> list[str]:
+                metrics: list[str] | None = None, clock_control: str = "none", suffix: str = "",
+                launch_count: int = 1) -> list[str]:
     """One model run under ncu: the launches of the selected kernels (matched by mangled name) inside
-    the NVTX ``includes`` (profile windows or stages), one per launch configuration; kernels inside
-    CUDA graphs are profiled node by node."""
+    the NVTX ``includes`` (profile windows or stages), ``launch_count`` per launch configuration;
+    kernels inside CUDA graphs are profiled node by node."""
     argv = [ncu, "--clock-control", clock_control, "--target-processes", "all", "--nvtx"]
     for include in includes:
         argv += ["--nvtx-include", include]
     argv += ["--graph-profiling", "node", "--kernel-name-base", "mangled", "--kernel-name", f"regex:{kernel_regex}",
-             "--filter-mode", "per-launch-config", "--launch-count", "1"]
+             "--filter-mode", "per-launch-config", "--launch-count", str(launch_count)]
     if section_set:
         argv += ["--set", section_set]
     for section in sections:

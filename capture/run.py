@@ -18,7 +18,7 @@ from pathlib import Path
 from capture import commands as cmd
 from capture.kernel_filter import exact_regex
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
-from capture.targets import describe, targets, windows_plan
+from capture.targets import describe, launch_count, targets, windows_plan
 from capture.tools import CaptureError, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages
@@ -91,10 +91,11 @@ def _includes(cfg: RunConfig, stages: list[str]) -> list[str]:
 
 
 def _ncu_profile(cfg: RunConfig, ncu: str, includes: list[str], regex: str, plan: Path | None,
-                 suffix: str = "") -> list[str]:
+                 suffix: str = "", launches: int = 1) -> list[str]:
     return cmd.ncu_profile(
         ncu, cfg.layout, cfg.worker(plan=plan), includes=includes, kernel_regex=regex, sections=cfg.ncu_sections,
         section_set=cfg.ncu_set, metrics=list(cfg.ncu_metrics), clock_control=cfg.clock_control, suffix=suffix,
+        launch_count=launches,
     )
 
 
@@ -218,14 +219,14 @@ class _NcuProgress:
 
 def _ncu_pass(cfg: RunConfig, ncu: str, stages: list[str], includes: list[str], mangled: list[str],
               plan: Path | None, expected: int, suffix: str, man: Manifest,
-              progress: Progress) -> list[tuple[str, str | None]]:
+              progress: Progress, launches: int = 1) -> list[tuple[str, str | None]]:
     lay = cfg.layout
     lay.ncu_report().parent.mkdir(parents=True, exist_ok=True)
     name = f"ncu_profile{suffix}"
     with man.phase(name) as entry:
         if not mangled:
             raise PhaseFailed("the nsys export names no mangled name for the selected kernels")
-        entry["commands"] = [_ncu_profile(cfg, ncu, includes, exact_regex(mangled), plan, suffix)]
+        entry["commands"] = [_ncu_profile(cfg, ncu, includes, exact_regex(mangled), plan, suffix, launches)]
         man.save()
         counter = _NcuProgress(progress, expected)
         result = run_logged(entry["commands"][0], lay.logs, name, on_line=counter)
@@ -280,7 +281,7 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
         measured = worker["stages"]
         stages = [s for s in measured if not cfg.stages or s in cfg.stages]
         man.set(stages=stages, stages_entered=measured, module_ranges=worker["module_ranges"],
-                module_overhead=worker["module_overhead"])
+                module_overhead=worker["module_overhead"], operator_calls_marked=worker["operator_calls"])
         if not stages:
             raise PhaseFailed(f"no measured stage to profile (entered: {', '.join(measured) or 'none'})")
     unknown = sorted(set(cfg.stages or ()) - set(measured))
@@ -313,6 +314,7 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
         windows = windows_plan(table)
         lay.profile_plan.write_text(json.dumps(windows.to_json(), indent=1))
         entry["windows"] = len(windows)
+        entry["operator_windows"] = len(windows.operators)
         man.set(ncu_selection="all launch configurations" if cfg.all_launch_configs
                 else "one launch per (kernel, stage): the configuration with most of the stage's time",
                 ncu_targets=describe(table),
@@ -320,7 +322,8 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     selected = [m for k in top.selected() for m in mangled[k.name]]
     progress(f"ncu: {len(pairs)} (kernel, stage) launches of {len(top.selected())} kernels in one model run")
     plan_file = None if cfg.all_launch_configs else lay.profile_plan
-    launches = _ncu_pass(cfg, ncu, stages, _includes(cfg, stages), selected, plan_file, len(pairs), "", man, progress)
+    launches = _ncu_pass(cfg, ncu, stages, _includes(cfg, stages), selected, plan_file, len(pairs), "", man, progress,
+                         1 if cfg.all_launch_configs else launch_count(table, windows))
     cov = coverage(top, mangled, launches, pairs)
     man.set(coverage=cov, ncu_launches=[{"kernel": m, "stage": s, "pass": 1} for m, s in launches])
     missing = cov["stage_pairs_missing"]  # a selected kernel missing altogether misses its pairs too

@@ -3,8 +3,9 @@
 For every kernel in a stage's selection (or the overall top-N, in each stage it ran in), the
 representative launch is the first launch with the launch configuration that carries most of the
 kernel's GPU time in that stage (generator.readers.nsys_sqlite.representative_launches); its
-profile window (capture.workloads.windows) is the module call it ran in, or the stretch of the
-stage between module calls. The metrics ncu measures there are then true of that stage.
+profile window (capture.workloads.windows) is the operator call that made it, else the module call
+it ran in, or the stretch of the stage between module calls. The metrics ncu measures there are
+then true of that stage.
 """
 from __future__ import annotations
 
@@ -32,30 +33,48 @@ def targets(sqlite: Path, top: TopN) -> pd.DataFrame:
     return table[keep].reset_index(drop=True)
 
 
+def _known(value: object) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
 def windows_plan(table: pd.DataFrame) -> Plan:
     """The windows that reach every target launch."""
     result = Plan()
     for row in table.itertuples(index=False):
-        if isinstance(row.module, str):
+        if _known(row.operator):
+            result.operators.add(int(row.operator))
+        elif isinstance(row.module, str):
             result.modules.setdefault(row.module, set()).add(int(row.occurrence))
         else:
             result.gaps.setdefault(row.stage, set()).add((int(row.instance), int(row.modules_ended)))
     return result
 
 
+def launch_count(table: pd.DataFrame, plan: Plan) -> int:
+    """ncu's launches per launch configuration: as many as targets share one (a configuration run in
+    two stages) when every window is one operator call, so no other launch of it is in a window; 1
+    otherwise, as a module call's window holds other launches of the configurations it targets."""
+    if plan.modules or plan.gaps or table.empty:
+        return 1
+    return int(table.groupby(["name", "grid", "block", "shared_mem_bytes"]).size().max())
+
+
 def describe(table: pd.DataFrame) -> list[dict]:
     """Manifest entries: stage, kernel, configuration and its share, and the window."""
     out = []
     for row in table.itertuples(index=False):
-        window = ({"module": row.module, "call": int(row.occurrence)} if isinstance(row.module, str)
-                  else {"stage_instance": int(row.instance), "after_module_calls": int(row.modules_ended)})
+        if _known(row.operator):
+            window = {"operator_call": int(row.operator), "module": row.module if isinstance(row.module, str) else None}
+        elif isinstance(row.module, str):
+            window = {"module": row.module, "call": int(row.occurrence)}
+        else:
+            window = {"stage_instance": int(row.instance), "after_module_calls": int(row.modules_ended)}
         out.append({
             "stage": row.stage, "kernel": row.name, "grid": row.grid, "block": row.block,
             "shared_mem_bytes": int(row.shared_mem_bytes), "config_launches": int(row.config_launches),
             "config_share_pct": round(100.0 * row.config_ns / row.stage_ns, 2) if row.stage_ns else None,
             "configs_in_stage": int(row.configs), "launches_in_stage": int(row.stage_launches),
-            "graph_node": None if row.graph_node is None or (isinstance(row.graph_node, float) and math.isnan(row.graph_node))
-            else int(row.graph_node),
+            "graph_node": int(row.graph_node) if _known(row.graph_node) else None,
             "window": window,
         })
     return out

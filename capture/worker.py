@@ -5,18 +5,22 @@ iterations inside one ``warmup`` NVTX range with stage ranges silenced, then the
 iteration with its stage ranges. ``--overhead-runs N`` then states what the module ranges cost
 (:mod:`capture.workloads.overhead`; stage ranges silenced, inside the NVTX range ``module_overhead``).
 ``--stages-out FILE`` writes, as JSON, the stages the measured iteration entered (in order), the
-module ranges installed and the overhead figures. ``--profile-plan FILE`` (the ncu run) opens the
-profile windows of :mod:`capture.workloads.windows`.
+module ranges installed and the overhead figures. ``--mark-operators`` (the nsys run) marks each
+operator call of the last warm-up iteration (unless it is the only one: the first iteration captures
+CUDA graphs, tunes and loads code once) and the measured iteration (:mod:`capture.workloads.ops`).
+``--profile-plan FILE`` (the ncu run) opens the profile windows of :mod:`capture.workloads.windows`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from capture.workloads import PRESETS, WorkloadError, modules, overhead, resolve, stages
 from capture.workloads import params as workload_params
+from capture.workloads.ops import Marks, Operators
 from capture.workloads.windows import Plan, Windows
 
 
@@ -25,6 +29,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", required=True, help="preset name or module:function")
     p.add_argument("--stages-out", type=Path, help="write the measured stages, module ranges and overhead (JSON) here")
     p.add_argument("--overhead-runs", type=int, default=0, help="iterations timed with and without module ranges")
+    p.add_argument("--mark-operators", action="store_true",
+                   help="mark each operator call of the last warm-up iteration, and the measured iteration (NVTX)")
     p.add_argument("--profile-plan", type=Path, help="open the ncu profile windows this plan (JSON) names")
     workload_params.add_arguments(p)
     return p
@@ -44,10 +50,12 @@ def module_depth(workload: str, params: workload_params.Params) -> int:
     return modules.PRESET_DEPTH if workload in PRESETS else 0
 
 
-def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, plan: Plan | None = None) -> dict:
-    """Warm up, run the measured iteration, optionally time the module-range overhead.
-    Returns {"stages": entered in order, "module_ranges": …, "module_overhead": … or None,
-    "profile_windows": windows opened or None}."""
+def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, plan: Plan | None = None,
+        marks: Marks | None = None) -> dict:
+    """Warm up (``marks``: the last warm-up iteration's operator calls marked), run the measured
+    iteration, optionally time the module-range overhead. Returns {"stages": entered in order,
+    "module_ranges": …, "module_overhead": … or None, "profile_windows": windows opened or None,
+    "operator_calls": calls marked or counted (None: neither)}."""
     iteration = resolve(workload)(params)
     depth = module_depth(workload, params)
     windows = Windows(plan) if plan is not None else None
@@ -55,17 +63,27 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, p
     if windows:
         stages.add_hook(windows.stage_enter)
         stages.add_exit_hook(windows.stage_exit)
+    calls = None
     with stages.quiet(), stages.range_("warmup"):
-        for _ in range(params.warmup):
-            iteration()
+        for left in range(params.warmup, 0, -1):
+            if marks and left == 1 < params.warmup:  # not the first: it captures graphs, tunes, loads lazily
+                with marks.operators() as marked:
+                    iteration()
+                calls = marked.calls
+            else:
+                iteration()
         _synchronize(params.device)
     entered: list[str] = []
     stages.add_hook(entered.append)
+    counted = Operators(windows.operator_enter, windows.operator_exit) if windows and plan.operators else None
     try:
-        iteration()
-        _synchronize(params.device)
+        with marks.measured() if marks else nullcontext(), counted or nullcontext():
+            iteration()
+            _synchronize(params.device)
     finally:
         stages.remove_hook(entered.append)
+    if counted:
+        calls = counted.calls
     ranges.remove()
     if windows:
         stages.remove_hook(windows.stage_enter)
@@ -73,14 +91,15 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, p
     cost = (overhead.measure(iteration, lambda: _synchronize(params.device), overhead_runs, depth)
             if overhead_runs and depth else None)
     return {"stages": entered, "module_ranges": ranges.describe(), "module_overhead": cost,
-            "profile_windows": windows.opened if windows else None}
+            "profile_windows": windows.opened if windows else None, "operator_calls": calls}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         plan = Plan.load(args.profile_plan) if args.profile_plan else None
-        result = run(args.workload, workload_params.from_namespace(args), args.overhead_runs, plan)
+        result = run(args.workload, workload_params.from_namespace(args), args.overhead_runs, plan,
+                     Marks() if args.mark_operators else None)
     except (WorkloadError, ValueError) as exc:
         print(f"capture.worker: {exc}", file=sys.stderr)
         return 2

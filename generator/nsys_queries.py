@@ -315,6 +315,55 @@ WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL AND dom.name = ?
 """
 
 
+def create_operator_marks() -> str:
+    """temp.op_marks: the ranges of the operator-mark NVTX domain (bind its name as the one parameter):
+    ``name`` is run_layout.OP_RANGE or MEASURED_RANGE."""
+    return f"""
+CREATE TEMP TABLE op_marks AS
+WITH {_DOMAINS}
+SELECT ne.globalTid AS tid, ne.start AS start, ne.end AS end, {_NAME} AS name
+FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL AND dom.name = ?
+"""
+
+
+def create_launch_sequence(table: str) -> str:
+    """temp.``table``: the kernel launches of the calls thread :tid made in [:start, :end], numbered in
+    call order (a graph launch's kernels by start), with what tells one launch from another for ncu."""
+    return f"""
+CREATE TEMP TABLE {table} AS
+SELECT row_number() OVER (ORDER BY r.start, k.start) AS pos, r.start AS t, k.mangledName AS name,
+       k.gridX AS gx, k.gridY AS gy, k.gridZ AS gz, k.blockX AS bx, k.blockY AS by, k.blockZ AS bz,
+       k.staticSharedMemory + k.dynamicSharedMemory AS smem
+FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+JOIN CUPTI_ACTIVITY_KIND_KERNEL AS k ON k.correlationId = r.correlationId AND k.globalPid >> 24 = r.globalTid >> 24
+WHERE r.globalTid = :tid AND r.start >= :start AND r.start <= :end
+"""
+
+
+#: (launches marked, launches measured, positions where both launch the same kernel alike).
+SEQUENCES_AGREE = """
+SELECT (SELECT count(*) FROM temp.marked_seq), (SELECT count(*) FROM temp.measured_seq),
+       (SELECT count(*) FROM temp.marked_seq AS w JOIN temp.measured_seq AS m USING (pos)
+        WHERE w.name = m.name AND w.gx = m.gx AND w.gy = m.gy AND w.gz = m.gz AND w.bx = m.bx
+          AND w.by = m.by AND w.bz = m.bz AND w.smem = m.smem)"""
+#: temp.marked_ops: the operator ranges of thread :tid, numbered from 1 in order.
+CREATE_MARKED_OPS = """
+CREATE TEMP TABLE marked_ops AS
+SELECT row_number() OVER (ORDER BY start) AS op, start, end FROM temp.op_marks WHERE tid = :tid AND name = :name"""
+INDEX_MARKED_OPS = "CREATE INDEX temp.marked_ops_start ON marked_ops (start)"
+#: temp.launch_ops: each measured launch call (its start) and the number of the operator call that
+#: made the launch at the same position of the marked iteration.
+CREATE_LAUNCH_OPS = """
+CREATE TEMP TABLE launch_ops AS
+SELECT DISTINCT m.t AS t, o.op AS op
+FROM temp.measured_seq AS m JOIN temp.marked_seq AS w USING (pos)
+JOIN temp.marked_ops AS o ON o.rowid = (
+    SELECT h.rowid FROM temp.marked_ops AS h WHERE h.start <= w.t ORDER BY h.start DESC LIMIT 1)
+WHERE o.end >= w.t"""
+LAUNCH_OP = "SELECT op FROM temp.launch_ops WHERE t = :t"
+
+
 INDEX_MODULE_RANGES = "CREATE INDEX temp.module_ranges_at ON module_ranges (tid, start)"
 #: The innermost module range open at time ? on thread ? (name, occurrence), if any.
 INNERMOST_MODULE = """

@@ -26,11 +26,16 @@ NCU_RAW_CSV = "ncu/raw{suffix}.csv"
 #: The nsys stats report whose per-stage CSVs the capture writes (``<stage>_cuda_gpu_kern_sum.csv``).
 NSYS_STATS_REPORT = "cuda_gpu_kern_sum"
 #: NVTX domains the capture's worker writes besides the stage ranges (default domain): module ranges
-#: (``<root>.<path> [<Class>]``, :mod:`capture.workloads.modules`) and the ncu profile windows.
-#: Neither is a stage: readers take the stage from the other domains.
+#: (``<root>.<path> [<Class>]``, :mod:`capture.workloads.modules`), the ncu profile windows and the
+#: operator marks. None is a stage: readers take the stage from the other domains.
 MODULE_NVTX_DOMAIN = "kr.modules"
 PROFILE_NVTX_DOMAIN = "kr.profile"
-CAPTURE_NVTX_DOMAINS: tuple[str, ...] = (MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN)
+#: The nsys run's operator marks (:mod:`capture.workloads.ops`): a range :data:`OP_RANGE` around each
+#: ATen operator call of the last warm-up iteration, and :data:`MEASURED_RANGE` around the measured one.
+OPS_NVTX_DOMAIN = "kr.ops"
+OP_RANGE = "op"
+MEASURED_RANGE = "measured"
+CAPTURE_NVTX_DOMAINS: tuple[str, ...] = (MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN, OPS_NVTX_DOMAIN)
 #: ncu passes, in order: the first over the selected kernels, the retry over those it missed.
 NCU_PASSES: tuple[str, ...] = ("", "-retry")
 XZ = ".xz"

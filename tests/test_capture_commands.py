@@ -21,7 +21,7 @@ def test_worker_argv_lists_only_non_default_params() -> None:
     assert cmd.worker_argv("/py", "ocr-vlm", params, RUN / "logs/stages.json") == [
         "/py", "-m", "capture.worker", "--workload", "ocr-vlm",
         "--image-size", "512", "--new-tokens", "8", "--attn-impl", "eager",
-        "--stages-out", "/runs/r1/logs/stages.json",
+        "--stages-out", "/runs/r1/logs/stages.json", "--mark-operators",
     ]
 
 
@@ -29,7 +29,7 @@ def test_worker_argv_of_the_nsys_and_ncu_runs() -> None:
     params = Params(cuda_graph=True, module_depth=3)
     assert cmd.worker_argv("/py", "llm-decode", params, RUN / "logs/stages.json", 3) == [
         "/py", "-m", "capture.worker", "--workload", "llm-decode", "--cuda-graph", "--module-depth", "3",
-        "--stages-out", "/runs/r1/logs/stages.json", "--overhead-runs", "3",
+        "--stages-out", "/runs/r1/logs/stages.json", "--mark-operators", "--overhead-runs", "3",
     ]
     cfg = RunConfig(workload="llm-decode", params=params, run_dir=RUN, python="/py")
     assert cfg.worker(plan=LAY.profile_plan) == [
@@ -112,7 +112,8 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     assert profile[:8] == ["/opt/nsys", "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
                            "--cuda-graph-trace=node", "-o", str(tmp_path / "g/nsys/report")]
     assert profile[9:] == ["-m", "capture.worker", "--workload", "gemm", "--m", "1024",
-                           "--stages-out", str(tmp_path / "g/logs/stages.json"), "--overhead-runs", "6"]  # the default
+                           "--stages-out", str(tmp_path / "g/logs/stages.json"), "--mark-operators",
+                           "--overhead-runs", "6"]  # the default
     assert ["/opt/nsys", "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "--output",
             str(tmp_path / "g/nsys/stats/gemm"), "--filter-nvtx", "gemm",
             str(tmp_path / "g/nsys/report.sqlite")] in commands

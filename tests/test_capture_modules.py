@@ -3,11 +3,15 @@ and what the committed H200 captures recorded about them."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from torch.utils._python_dispatch import TorchDispatchMode
 
+from capture import worker
 from capture.workloads import modules, overhead, resolve, stages
+from capture.workloads.ops import Marks, Operators
 from capture.workloads.params import Params
 from capture.workloads.windows import Plan, Windows
 from generator.readers.ncu_rep import nvtx_identity
@@ -91,6 +95,41 @@ def test_profile_windows_open_around_planned_calls_and_gaps() -> None:
     second = [i for i, e in enumerate(ev) if e == "+model.lm_head [Linear]"][1]
     assert ev[second:second + 4] == ["+model.lm_head [Linear]", "W+", "W-", "-model.lm_head [Linear]"]
     assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan and len(plan) == 4
+
+
+class Names(TorchDispatchMode):
+    """Records the name of each operator call it sees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_operator_windows_open_around_the_calls_the_nsys_run_marked() -> None:
+    """The nsys run marks each operator call of its last warm-up iteration only; the ncu run numbers
+    its measured iteration's calls alike and opens a window around exactly the planned ones."""
+    events: list[str] = []
+    marks = Marks((lambda: events.append("op"), lambda: events.append("measured"), lambda: events.append("-")))
+    calls = worker.run("llm-decode", replace(TINY, warmup=2), marks=marks)["operator_calls"]
+    assert calls > 100
+    assert events == ["op", "-"] * calls + ["measured", "-"]
+    iteration = resolve("llm-decode")(TINY)
+    with Names() as first:
+        iteration()
+    planned = {1, calls // 2, calls}
+    opened: list[int] = []
+    names = Names()
+    windows = Windows(Plan(operators=planned), (lambda: opened.append(len(names.names)), lambda: opened.append(-1)))
+    with Operators(windows.operator_enter, windows.operator_exit) as counted, names:
+        iteration()
+    assert counted.calls == len(names.names) == calls and names.names == first.names
+    # each window opens just after its call is dispatched and closes when it returns
+    assert opened == [n for number in sorted(planned) for n in (number, -1)] and windows.opened == 3
+    assert Plan.from_json(json.loads(json.dumps(windows.plan.to_json()))) == windows.plan
 
 
 def test_stage_of_an_ncu_launch_ignores_module_and_window_ranges() -> None:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).parent.parent
 VIT = ROOT / "examples" / "runs" / "vit-sweep"
 #: Runs whose ncu pass profiled one launch per (kernel, stage) through profile windows.
 STAGE_TRUE = [ROOT / "examples" / "runs" / n for n in ("ocr-vlm-eager-v2", "ocr-vlm-sdpa-h200", "ocr-vlm-sdpa-v2",
-                                                      "llm-decode-eager", "llm-decode-graph")]
+                                                      "llm-decode-eager", "llm-decode-graph", "llm-decode-eager-ops")]
 RUNS = [ROOT / "examples" / "runs" / "ocr-vlm-eager", ROOT / "examples" / "runs" / "ocr-vlm-sdpa",
         ROOT / "examples" / "runs" / "llm-decode-small",
         *sorted(p.parent for p in VIT.glob("*/manifest.json")), ROOT / "tests" / "data" / "gemm", *STAGE_TRUE]
@@ -80,6 +80,27 @@ def test_stage_true_targets_and_windows_recompute(run: Path) -> None:
     assert man["ncu_launches"] == [{"kernel": m, "stage": s, "pass": i} for i, p in enumerate(passes, 1) for m, s in p]
     assert man["coverage"]["stage_pairs"] == man["coverage"]["stage_pairs_profiled"] == len(table)
     assert all(launch["stage"] in man["stages"] for launch in man["ncu_launches"])
+
+
+def test_operator_windows_profile_one_launch_per_target_in_one_ncu_run() -> None:
+    """The H200 capture whose nsys run marked its last warm-up's operator calls: every (kernel, stage)
+    target is found by the operator call that made it, and ncu profiled its 42 targets with 43
+    launches in one run (no retry pass: a configuration targeted in two stages is allowed twice).
+    The landed windows of llm-decode-eager (module calls) had taken 46 launches and a second run
+    for 4 more."""
+    run = ROOT / "examples" / "runs" / "llm-decode-eager-ops"
+    man = manifest(run)
+    plan = json.loads((run / "logs" / "ncu_plan.json").read_text())
+    assert man["operator_calls_marked"] == 29599
+    assert all("operator_call" in t["window"] for t in man["ncu_targets"]) and len(man["ncu_targets"]) == 42
+    assert plan["modules"] == plan["gaps"] == {} and len(plan["operators"]) == 41  # two targets share one call
+    assert [p["name"] for p in man["phases"]][-2:] == ["ncu_profile", "ncu_export"]
+    assert man["phases"][-2]["launches_profiled"] == len(man["ncu_launches"]) == 43
+    assert man["coverage"]["stage_pairs_profiled"] == 42
+    command = man["phases"][-2]["commands"][0]  # a configuration that is a target in prefill and in decode
+    assert command[command.index("--launch-count") + 1] == "2"
+    old = manifest(ROOT / "examples" / "runs" / "llm-decode-eager")
+    assert [p.get("launches_profiled") for p in old["phases"] if p["name"].startswith("ncu_profile")] == [46, 4]
 
 
 # What `nsys stats --filter-nvtx STAGE` counts: kernels whose GPU execution overlaps the range's

@@ -21,7 +21,7 @@ class Params:
     n: int = 4096
     k: int = 4096
     model: str | None = None
-    warmup: int = 1
+    warmup: int = 2
     seed: int = 0
     cuda_graph: bool = False
     module_depth: int | None = None
@@ -48,7 +48,8 @@ _HELP = {
     "n": "GEMM columns of b",
     "k": "GEMM inner dimension",
     "model": "local Hugging Face model directory (real weights) instead of random ones",
-    "warmup": "warm-up iterations before the measured one (outside stage ranges)",
+    "warmup": "warm-up iterations before the measured one (outside stage ranges); the capture marks the "
+              "operator calls of the last one when it is not the first",
     "seed": "random seed",
     "cuda_graph": "llm-decode: static KV cache, the decode step captured once as a CUDA graph and replayed",
     "module_depth": "NVTX ranges around nn.Module forwards down to this depth of the module tree "

@@ -2,7 +2,9 @@
 that makes each launch the capture chose to profile, so one ncu run profiles one representative
 launch per (kernel, stage) with ``--nvtx-include kr.profile@target/``.
 
-A launch inside a module call is found again by the call: the module range's name and how many
+A launch is found again, best, by the ATen operator call that made it: its number in the measured
+iteration (capture.workloads.ops), so the window holds that call's launches only. Otherwise, a
+launch inside a module call is found again by the call: the module range's name and how many
 calls of it the process had made (the worker makes the same calls in the nsys and the ncu run).
 A launch outside every module range (the code between model calls, a CUDA graph replay) is found
 by its stage instance and how many module ranges had ended in it before: the window opens when
@@ -28,22 +30,25 @@ NCU_INCLUDE = f"{PROFILE_NVTX_DOMAIN}@{WINDOW}/"
 class Plan:
     modules: dict[str, set[int]] = field(default_factory=dict)  # module range → call numbers (1-based)
     gaps: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # stage → (instance, modules ended)
+    operators: set[int] = field(default_factory=set)  # operator calls of the measured iteration (1-based)
 
     def to_json(self) -> dict:
-        return {"modules": {k: sorted(v) for k, v in sorted(self.modules.items())},
+        data = {"modules": {k: sorted(v) for k, v in sorted(self.modules.items())},
                 "gaps": {k: sorted(map(list, v)) for k, v in sorted(self.gaps.items())}}
+        return {**data, "operators": sorted(self.operators)} if self.operators else data
 
     @classmethod
     def from_json(cls, data: dict) -> Plan:
         return cls({k: set(v) for k, v in data.get("modules", {}).items()},
-                   {k: {tuple(p) for p in v} for k, v in data.get("gaps", {}).items()})
+                   {k: {tuple(p) for p in v} for k, v in data.get("gaps", {}).items()},
+                   set(data.get("operators", ())))
 
     @classmethod
     def load(cls, path: Path) -> Plan:
         return cls.from_json(json.loads(path.read_text()))
 
     def __len__(self) -> int:
-        return sum(map(len, self.modules.values())) + sum(map(len, self.gaps.values()))
+        return sum(map(len, self.modules.values())) + sum(map(len, self.gaps.values())) + len(self.operators)
 
 
 def _nvtx() -> tuple[Callable[[], None], Callable[[], None]]:
@@ -107,3 +112,11 @@ class Windows:
     def stage_exit(self, name: str) -> None:
         self._close_gap()
         self._stage = None
+
+    def operator_enter(self, number: int) -> None:
+        if number in self.plan.operators:
+            self._open_window()
+
+    def operator_exit(self, number: int) -> None:
+        if number in self.plan.operators:
+            self._pop()

@@ -36,6 +36,7 @@ from generator.model import (
 from generator.readers.base import sha256_of
 from generator.readers.sqlite_columnar import Columnar
 from generator.readers.sqlite_file import checked_while_read
+from generator.run_layout import MEASURED_RANGE, OP_RANGE, OPS_NVTX_DOMAIN
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -84,6 +85,7 @@ REPRESENTATIVE_COLUMNS: list[str] = [
     "module", "occurrence",  # innermost module range at the launch call and how many of its name opened so far
     "modules_ended",  # without a module: module ranges that ended in the stage instance before the call
     "graph_node",  # graph node id when the launch is a CUDA graph replay's kernel
+    "operator",  # number of the operator call that made it in the measured iteration (None: not known)
 ]
 
 #: Per (stage, device) GPU timeline figures of :func:`stage_timeline` (ns; counts as int).
@@ -505,14 +507,48 @@ def _module_ranges(cap: _Capture, domain: str) -> Iterator[None]:
         cap.conn.execute("DROP TABLE IF EXISTS temp.module_ranges")
 
 
+@contextmanager
+def _launch_operators(cap: _Capture, domain: str) -> Iterator[None]:
+    """temp.launch_ops while inside: the operator call (number) that made each launch call of the
+    measured iteration, from the operator marks of ``domain`` (run_layout.OPS_NVTX_DOMAIN). Empty
+    unless the marked iteration launched the same kernels, alike and in the same order."""
+    tables = ("launch_ops", "marked_ops", "marked_seq", "measured_seq", "op_marks")
+    cap.conn.execute("CREATE TEMP TABLE launch_ops (t, op)")
+    try:
+        if "NVTX_EVENTS" in cap.tables:
+            cap.conn.execute(q.create_operator_marks(), (domain,))
+            measured = cap.conn.execute("SELECT tid, start, end FROM temp.op_marks WHERE name = ? ORDER BY start",
+                                        (MEASURED_RANGE,)).fetchone()
+            marked = measured and cap.conn.execute(
+                "SELECT min(start), max(end) FROM temp.op_marks WHERE name = ? AND tid = ?", (OP_RANGE, measured[0])
+            ).fetchone()
+            if marked and marked[0] is not None:
+                tid = measured[0]
+                cap.conn.execute(q.create_launch_sequence("marked_seq"), {"tid": tid, "start": marked[0], "end": marked[1]})
+                cap.conn.execute(q.create_launch_sequence("measured_seq"),
+                                 {"tid": tid, "start": measured[1], "end": measured[2]})
+                launched, measured_n, alike = cap.conn.execute(q.SEQUENCES_AGREE).fetchone()
+                if launched == measured_n == alike:
+                    cap.conn.execute(q.CREATE_MARKED_OPS, {"tid": tid, "name": OP_RANGE})
+                    cap.conn.execute(q.INDEX_MARKED_OPS)
+                    cap.conn.execute("DROP TABLE temp.launch_ops")
+                    cap.conn.execute(q.CREATE_LAUNCH_OPS)
+        cap.conn.execute("CREATE INDEX temp.launch_ops_t ON launch_ops (t)")
+        yield
+    finally:
+        for table in tables:
+            cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
 def representative_launches(path: str | Path, stages: Sequence[str], names: Sequence[str],
-                            module_domain: str) -> pd.DataFrame:
+                            module_domain: str, ops_domain: str = OPS_NVTX_DOMAIN) -> pd.DataFrame:
     """For each (stage, kernel name) the launch configuration carrying most of the kernel's time in
-    the stage and the first launch with it, located by the module ranges of ``module_domain``: the
+    the stage and the first launch with it, located by the operator call that made it (operator
+    marks of ``ops_domain``, when they hold) and by the module ranges of ``module_domain``: the
     innermost one open at the launch call (name and occurrence on its thread), else how many ended
     in the stage instance before the call (REPRESENTATIVE_COLUMNS)."""
     with _open(path, _LAUNCH_TABLES) as cap, cap.staged(list(dict.fromkeys(stages))), \
-            _module_ranges(cap, module_domain):
+            _module_ranges(cap, module_domain), _launch_operators(cap, ops_domain):
         cap.launches()
         cap.conn.execute("CREATE TEMP TABLE wanted_names (id INTEGER PRIMARY KEY)")
         try:
@@ -531,9 +567,10 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
                     since = cap.conn.execute("SELECT start FROM temp.stage_ranges WHERE stage = ? AND tid = ? "
                                              "AND inst = ?", (stage, tid, inst)).fetchone()
                     ended = cap.conn.execute(q.MODULES_ENDED, {"tid": tid, "since": since[0], "t": t}).fetchone()[0]
+                op = cap.conn.execute(q.LAUNCH_OP, {"t": t}).fetchone() if graph_node is None else None
                 rows.append((stage, name, f"({gx}, {gy}, {gz})", f"({bx}, {by}, {bz})", smem, cfg_ns, cfg_n, ns, n,
                              configs, inst, inner[0] if inner else None, inner[1] if inner else None, ended,
-                             graph_node))
+                             graph_node, op[0] if op else None))
         finally:
             cap.conn.execute("DROP TABLE IF EXISTS temp.wanted_names")
         names_by_id = cap.strings([r[1] for r in rows])

@@ -1,0 +1,72 @@
+"""Every ATen operator call of one iteration, numbered from 1 in the order the iteration makes them.
+
+The nsys run marks the calls of its last warm-up iteration, each inside an NVTX range
+:data:`~generator.run_layout.OP_RANGE` of :data:`~generator.run_layout.OPS_NVTX_DOMAIN`, and
+encloses its measured iteration in :data:`~generator.run_layout.MEASURED_RANGE`. Where the two
+iterations launch the same kernels in the same order (checked on the export,
+generator.readers.nsys_sqlite), the call that made a measured launch is known by its number. The
+ncu run numbers the calls of its measured iteration the same way and opens a profile window around
+exactly the calls it was given (capture.workloads.windows), instead of a whole module call.
+
+The calls are seen by a ``TorchDispatchMode``: an operator another one calls from inside its own
+implementation is not seen, in both runs alike.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from generator.run_layout import MEASURED_RANGE, OP_RANGE, OPS_NVTX_DOMAIN
+
+#: Told each call's number before it runs and after it returns (or raises).
+Hook = Callable[[int], None]
+
+
+class Operators(TorchDispatchMode):
+    """Numbers each operator call while active; ``before``/``after`` hear every number."""
+
+    def __init__(self, before: Hook, after: Hook) -> None:
+        super().__init__()
+        self.before, self.after = before, after
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        number = self.calls
+        self.before(number)
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.after(number)
+
+
+def _domain() -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """(push an operator range, push the measured range, pop) on the operator domain."""
+    import nvtx
+
+    domain = nvtx.get_domain(OPS_NVTX_DOMAIN)
+    op, measured = (domain.get_event_attributes(message=m) for m in (OP_RANGE, MEASURED_RANGE))
+    return (lambda: domain.push_range(op)), (lambda: domain.push_range(measured)), domain.pop_range
+
+
+class Marks:
+    """The nsys run's marks: :meth:`operators` around the last warm-up iteration, :meth:`measured`
+    around the measured one. ``backend`` (push op, push measured, pop) replaces NVTX in tests."""
+
+    def __init__(self, backend: tuple[Callable[[], None], Callable[[], None], Callable[[], None]] | None = None) -> None:
+        self._push_op, self._push_measured, self._pop = backend or _domain()
+
+    @contextmanager
+    def operators(self) -> Iterator[Operators]:
+        with Operators(lambda _: self._push_op(), lambda _: self._pop()) as mode:
+            yield mode
+
+    @contextmanager
+    def measured(self) -> Iterator[None]:
+        self._push_measured()
+        try:
+            yield
+        finally:
+            self._pop()
