@@ -29,6 +29,13 @@ from generator.run_layout import NCU_PASSES
 
 Progress = Callable[[str], None]
 
+#: Overhead runs of the nsys pass (timed pairs with and without module ranges). With CUDA graphs
+#: (``--cuda-graph``) 3: under nsys 2025.3's ``--cuda-graph-trace=node`` the llm-decode preset's
+#: graph replays fail ("unspecified launch failure") once the process has made 15 iterations of
+#: 32 replays each (6 runs), not with 9 (3 runs), nor with 6 runs untraced or traced per graph.
+OVERHEAD_RUNS = 6
+GRAPH_OVERHEAD_RUNS = 3
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -46,7 +53,7 @@ class RunConfig:
     ncu_metrics: tuple[str, ...] = cmd.REPORT_METRICS
     clock_control: str = "none"
     all_launch_configs: bool = False  # every launch configuration in every stage, not one launch per (kernel, stage)
-    overhead_runs: int = 6  # iterations timed with and without module ranges during the nsys pass
+    overhead_runs: int = OVERHEAD_RUNS  # iterations timed with and without module ranges during the nsys pass
     python: str = field(default_factory=lambda: sys.executable)
 
     def __post_init__(self) -> None:

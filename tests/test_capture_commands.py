@@ -101,6 +101,16 @@ def test_plan_uses_preset_stages_in_order() -> None:
     assert "ncu profile" not in no_ncu
 
 
+@pytest.mark.parametrize(("flags", "runs"), [([], "6"), (["--cuda-graph"], "3"), (["--cuda-graph", "--overhead-runs", "5"], "5")])
+def test_overhead_runs_default_to_fewer_with_cuda_graphs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         flags: list[str], runs: str) -> None:
+    """nsys' node-level graph tracing failed the graph preset at 6 overhead runs (15 iterations)."""
+    assert cli.main(["run", "--workload", "llm-decode", "--out", str(tmp_path), "--name", "g", "--dry-run",
+                     "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", *flags]) == 0
+    profile = shlex.split(next(line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")))
+    assert profile[profile.index("--overhead-runs") + 1] == runs
+
+
 def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
                      "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--set", "full", "--m", "1024"])
