@@ -103,6 +103,32 @@ def test_operator_windows_profile_one_launch_per_target_in_one_ncu_run() -> None
     assert [p.get("launches_profiled") for p in old["phases"] if p["name"].startswith("ncu_profile")] == [46, 4]
 
 
+def test_operator_windows_need_the_marked_iteration_to_launch_alike(tmp_path: Path) -> None:
+    """A launch is placed by its operator call only while the marked warm-up launched the same kernels,
+    alike and in the same order, as the measured iteration: with one launch of the marked iteration
+    taken out of a copy of the export, every target falls back to its module call."""
+    run = ROOT / "examples" / "runs" / "llm-decode-eager-ops"
+    man = manifest(run)
+    plain = tmp_path / "report.sqlite"
+    with lzma.open(run / "nsys" / "report.sqlite.xz") as src:
+        plain.write_bytes(src.read())
+    top = select(stage_summaries(plain, man["stages"]), man["top_n"]["n"])
+    assert windows_plan(targets(plain, top)).to_json() == json.loads((run / "logs" / "ncu_plan.json").read_text())
+    with sqlite3.connect(plain) as conn:
+        first, last = conn.execute(
+            "SELECT min(e.start), max(e.end) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId "
+            "WHERE s.value = 'op'").fetchone()
+        dropped = conn.execute(
+            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = (SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+            "WHERE r.start BETWEEN ? AND ? ORDER BY r.start LIMIT 1 OFFSET 100)", (first, last)).rowcount
+    assert dropped == 1
+    table = targets(plain, top)
+    plan = windows_plan(table)
+    assert len(table) == 42 and table["operator"].isna().all() and not plan.operators
+    assert sum(map(len, plan.modules.values())) + sum(map(len, plan.gaps.values())) == len(plan) > 0
+
+
 # What `nsys stats --filter-nvtx STAGE` counts: kernels whose GPU execution overlaps the range's
 # (CPU-side) time span, wherever they were launched.
 GPU_TIME_SQL = """
