@@ -18,7 +18,7 @@ from capture.topn import TopN
 from capture.workloads.windows import Plan
 from generator.readers.base import plain_file
 from generator.readers.nsys_sqlite import representative_launches
-from generator.run_layout import MODULE_NVTX_DOMAIN
+from generator.run_layout import MODULE_NVTX_DOMAIN, OPS_NVTX_DOMAIN
 
 
 def targets(sqlite: Path, top: TopN) -> pd.DataFrame:
@@ -26,7 +26,8 @@ def targets(sqlite: Path, top: TopN) -> pd.DataFrame:
     in that stage, and every overall top-N kernel in each stage it ran in (REPRESENTATIVE_COLUMNS)."""
     stages = list(top.per_stage)
     with plain_file(sqlite) as plain:
-        table = representative_launches(plain, stages, [k.name for k in top.selected()], MODULE_NVTX_DOMAIN)
+        table = representative_launches(plain, stages, [k.name for k in top.selected()], MODULE_NVTX_DOMAIN,
+                                        OPS_NVTX_DOMAIN)
     overall = {k.name for k in top.overall}
     listed = {(stage, k.name) for stage, kernels in top.per_stage.items() for k in kernels}
     keep = [name in overall or (stage, name) in listed for stage, name in zip(table["stage"], table["name"])]

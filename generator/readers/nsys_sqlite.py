@@ -36,7 +36,7 @@ from generator.model import (
 from generator.readers.base import sha256_of
 from generator.readers.sqlite_columnar import Columnar
 from generator.readers.sqlite_file import checked_while_read
-from generator.run_layout import MEASURED_RANGE, OP_RANGE, OPS_NVTX_DOMAIN
+from generator.run_layout import MEASURED_RANGE, OP_RANGE
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -507,41 +507,46 @@ def _module_ranges(cap: _Capture, domain: str) -> Iterator[None]:
         cap.conn.execute("DROP TABLE IF EXISTS temp.module_ranges")
 
 
+def _marks_agree(cap: _Capture, domain: str) -> bool:
+    """Whether the operator marks of ``domain`` (run_layout.OPS_NVTX_DOMAIN) hold a marked iteration
+    that launched the same kernels, alike and in the same order, as the measured one; then
+    temp.marked_seq, temp.measured_seq and temp.marked_ops hold them (:data:`q.CREATE_LAUNCH_OPS`)."""
+    cap.conn.execute(q.create_operator_marks(), (domain,))
+    measured = cap.conn.execute("SELECT tid, start, end FROM temp.op_marks WHERE name = ? ORDER BY start",
+                                (MEASURED_RANGE,)).fetchone()
+    if measured is None:
+        return False
+    tid = measured[0]
+    first, last = cap.conn.execute("SELECT min(start), max(end) FROM temp.op_marks WHERE name = ? AND tid = ?",
+                                   (OP_RANGE, tid)).fetchone()
+    if first is None:
+        return False
+    cap.conn.execute(q.create_launch_sequence("marked_seq"), {"tid": tid, "start": first, "end": last})
+    cap.conn.execute(q.create_launch_sequence("measured_seq"), {"tid": tid, "start": measured[1], "end": measured[2]})
+    marked, measured_n, alike = cap.conn.execute(q.SEQUENCES_AGREE).fetchone()
+    if not marked == measured_n == alike:
+        return False
+    cap.conn.execute(q.CREATE_MARKED_OPS, {"tid": tid, "name": OP_RANGE})
+    cap.conn.execute(q.INDEX_MARKED_OPS)
+    return True
+
+
 @contextmanager
 def _launch_operators(cap: _Capture, domain: str) -> Iterator[None]:
     """temp.launch_ops while inside: the operator call (number) that made each launch call of the
-    measured iteration, from the operator marks of ``domain`` (run_layout.OPS_NVTX_DOMAIN). Empty
-    unless the marked iteration launched the same kernels, alike and in the same order."""
-    tables = ("launch_ops", "marked_ops", "marked_seq", "measured_seq", "op_marks")
-    cap.conn.execute("CREATE TEMP TABLE launch_ops (t, op)")
+    measured iteration, when the operator marks of ``domain`` agree (:func:`_marks_agree`); else empty."""
     try:
-        if "NVTX_EVENTS" in cap.tables:
-            cap.conn.execute(q.create_operator_marks(), (domain,))
-            measured = cap.conn.execute("SELECT tid, start, end FROM temp.op_marks WHERE name = ? ORDER BY start",
-                                        (MEASURED_RANGE,)).fetchone()
-            marked = measured and cap.conn.execute(
-                "SELECT min(start), max(end) FROM temp.op_marks WHERE name = ? AND tid = ?", (OP_RANGE, measured[0])
-            ).fetchone()
-            if marked and marked[0] is not None:
-                tid = measured[0]
-                cap.conn.execute(q.create_launch_sequence("marked_seq"), {"tid": tid, "start": marked[0], "end": marked[1]})
-                cap.conn.execute(q.create_launch_sequence("measured_seq"),
-                                 {"tid": tid, "start": measured[1], "end": measured[2]})
-                launched, measured_n, alike = cap.conn.execute(q.SEQUENCES_AGREE).fetchone()
-                if launched == measured_n == alike:
-                    cap.conn.execute(q.CREATE_MARKED_OPS, {"tid": tid, "name": OP_RANGE})
-                    cap.conn.execute(q.INDEX_MARKED_OPS)
-                    cap.conn.execute("DROP TABLE temp.launch_ops")
-                    cap.conn.execute(q.CREATE_LAUNCH_OPS)
+        agree = "NVTX_EVENTS" in cap.tables and _marks_agree(cap, domain)
+        cap.conn.execute(q.CREATE_LAUNCH_OPS if agree else "CREATE TEMP TABLE launch_ops (t, op)")
         cap.conn.execute("CREATE INDEX temp.launch_ops_t ON launch_ops (t)")
         yield
     finally:
-        for table in tables:
+        for table in ("launch_ops", "marked_ops", "marked_seq", "measured_seq", "op_marks"):
             cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
 def representative_launches(path: str | Path, stages: Sequence[str], names: Sequence[str],
-                            module_domain: str, ops_domain: str = OPS_NVTX_DOMAIN) -> pd.DataFrame:
+                            module_domain: str, ops_domain: str) -> pd.DataFrame:
     """For each (stage, kernel name) the launch configuration carrying most of the kernel's time in
     the stage and the first launch with it, located by the operator call that made it (operator
     marks of ``ops_domain``, when they hold) and by the module ranges of ``module_domain``: the
