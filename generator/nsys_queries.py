@@ -6,6 +6,8 @@ rows and :mod:`generator.readers.sqlite_columnar` aggregates them. The input fil
 """
 from __future__ import annotations
 
+from generator.run_layout import CAPTURE_NVTX_DOMAINS
+
 #: NVTX_EVENTS.eventType values of ranges, as nsys' nvtx_sum report selects them.
 NVTX_RANGE_STYLES: dict[int, str] = {59: "PushPop", 60: "StartEnd", 70: "PushPop", 71: "StartEnd"}
 NVTX_DOMAIN_CREATE = 75
@@ -110,15 +112,17 @@ def create_stage_events() -> str:
     """temp.stage_events: every ended range of each wanted stage's name (any thread), numbered
     (``ordinal``) in order of start.
 
-    A stage names a range by its text (any domain) or as ``domain:name``.
+    A stage names a range as ``domain:name``, or by its text alone outside the capture's own domains
+    (run_layout.CAPTURE_NVTX_DOMAINS: module ranges, profile windows, operator marks are no stages).
     """
+    capture = ", ".join(f"'{d}'" for d in CAPTURE_NVTX_DOMAINS)
     return f"""
 CREATE TEMP TABLE stage_events AS
 WITH {_DOMAINS}
 SELECT w.stage AS stage, ne.globalTid AS tid, ne.start AS start, ne.end AS end, w.first, w.count,
        row_number() OVER (PARTITION BY w.stage ORDER BY ne.start, ne.globalTid) AS ordinal
 FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
-JOIN temp.wanted AS w ON w.name IN ({_NAME}, {_FULL_NAME})
+JOIN temp.wanted AS w ON w.name = {_FULL_NAME} OR (w.name = {_NAME} AND coalesce(dom.name, '') NOT IN ({capture}))
 WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL
 """
 

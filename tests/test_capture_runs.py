@@ -14,6 +14,9 @@ import yaml
 from capture.run import coverage, profiled_launches
 from capture.targets import describe, targets, windows_plan
 from capture.topn import mangled_names, select, stage_summaries
+from generator.errors import InputError
+from generator.readers.base import plain_file
+from generator.readers.nsys_sqlite import stage_instances
 from generator.run_layout import NCU_PASSES
 
 ROOT = Path(__file__).parent.parent
@@ -127,6 +130,18 @@ def test_operator_windows_need_the_marked_iteration_to_launch_alike(tmp_path: Pa
     plan = windows_plan(table)
     assert len(table) == 42 and table["operator"].isna().all() and not plan.operators
     assert sum(map(len, plan.modules.values())) + sum(map(len, plan.gaps.values())) == len(plan) > 0
+
+
+def test_capture_domains_are_no_stages_by_bare_name() -> None:
+    """The operator marks (kr.ops: 29,599 ranges "op", one "measured") are stages only by their full
+    ``domain:name``: a workload's own stage called "op" or "measured" is not confused with them."""
+    run = ROOT / "examples" / "runs" / "llm-decode-eager-ops"
+    with plain_file(run / "nsys" / "report.sqlite.xz") as sqlite:
+        for bare in ("op", "measured"):
+            with pytest.raises(InputError, match=f"NVTX range '{bare}' not found"):
+                stage_instances(sqlite, [bare])
+        found = stage_instances(sqlite, ["kr.ops:op", "kr.ops:measured", "decode"])
+    assert {s: v["total"] for s, v in found.items()} == {"kr.ops:op": 29599, "kr.ops:measured": 1, "decode": 1}
 
 
 # What `nsys stats --filter-nvtx STAGE` counts: kernels whose GPU execution overlaps the range's
