@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from capture.run import coverage, profiled_launches
-from capture.targets import describe, targets, windows_plan
+from capture.targets import describe, launch_count, targets, windows_plan
 from capture.topn import mangled_names, select, stage_summaries
 from generator.errors import InputError
 from generator.readers.base import plain_file
@@ -104,6 +104,19 @@ def test_operator_windows_profile_one_launch_per_target_in_one_ncu_run() -> None
     assert command[command.index("--launch-count") + 1] == "2"
     old = manifest(ROOT / "examples" / "runs" / "llm-decode-eager")
     assert [p.get("launches_profiled") for p in old["phases"] if p["name"].startswith("ncu_profile")] == [46, 4]
+
+
+@pytest.mark.parametrize(("name", "count"), [("llm-decode-eager-ops", 2), ("llm-decode-eager", 1), ("ocr-vlm-sdpa-h200", 1)])
+def test_launch_count_lets_a_shared_configuration_twice_only_with_operator_windows(name: str, count: int) -> None:
+    """Each of these runs has a configuration that two targets share (a kernel run alike in prefill and
+    decode); ncu may profile it twice only when every window is one operator call, since a module
+    call's window holds further launches of the configurations it targets."""
+    run = ROOT / "examples" / "runs" / name
+    man = manifest(run)
+    sqlite = run / "nsys" / "report.sqlite.xz"
+    table = targets(sqlite, select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"]))
+    assert int(table.groupby(["name", "grid", "block", "shared_mem_bytes"]).size().max()) == 2
+    assert launch_count(table, windows_plan(table)) == count
 
 
 def test_operator_windows_need_the_marked_iteration_to_launch_alike(tmp_path: Path) -> None:
