@@ -9,7 +9,6 @@ then true of that stage.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -34,15 +33,11 @@ def targets(sqlite: Path, top: TopN) -> pd.DataFrame:
     return table[keep].reset_index(drop=True)
 
 
-def _known(value: object) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
 def windows_plan(table: pd.DataFrame) -> Plan:
     """The windows that reach every target launch."""
     result = Plan()
     for row in table.itertuples(index=False):
-        if _known(row.operator):
+        if pd.notna(row.operator):
             result.operators.add(int(row.operator))
         elif isinstance(row.module, str):
             result.modules.setdefault(row.module, set()).add(int(row.occurrence))
@@ -64,7 +59,7 @@ def describe(table: pd.DataFrame) -> list[dict]:
     """Manifest entries: stage, kernel, configuration and its share, and the window."""
     out = []
     for row in table.itertuples(index=False):
-        if _known(row.operator):
+        if pd.notna(row.operator):
             window = {"operator_call": int(row.operator), "module": row.module if isinstance(row.module, str) else None}
         elif isinstance(row.module, str):
             window = {"module": row.module, "call": int(row.occurrence)}
@@ -75,7 +70,7 @@ def describe(table: pd.DataFrame) -> list[dict]:
             "shared_mem_bytes": int(row.shared_mem_bytes), "config_launches": int(row.config_launches),
             "config_share_pct": round(100.0 * row.config_ns / row.stage_ns, 2) if row.stage_ns else None,
             "configs_in_stage": int(row.configs), "launches_in_stage": int(row.stage_launches),
-            "graph_node": int(row.graph_node) if _known(row.graph_node) else None,
+            "graph_node": int(row.graph_node) if pd.notna(row.graph_node) else None,
             "window": window,
         })
     return out

@@ -305,27 +305,16 @@ FROM CUPTI_ACTIVITY_KIND_KERNEL
 # --- NVTX module ranges (capture --module-depth) ---------------------------------------------------
 
 
-def create_module_ranges(domain: str) -> str:
-    """temp.module_ranges: push/pop ranges of the NVTX domain ``domain`` (bind its name as the one
-    parameter) per thread, with ``occurrence``: how many ranges of that name the thread had opened
-    up to and including this one."""
+def create_domain_ranges(table: str) -> str:
+    """temp.``table``: the ended ranges of one NVTX domain (bind its name as the one parameter) per
+    thread, with ``occurrence``: how many ranges of that name the thread had opened up to and
+    including this one (the module ranges; the operator marks, ``name`` run_layout.OP_RANGE or
+    MEASURED_RANGE)."""
     return f"""
-CREATE TEMP TABLE module_ranges AS
+CREATE TEMP TABLE {table} AS
 WITH {_DOMAINS}
 SELECT ne.globalTid AS tid, ne.start AS start, ne.end AS end, {_NAME} AS name,
        row_number() OVER (PARTITION BY ne.globalTid, {_NAME} ORDER BY ne.start) AS occurrence
-FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
-WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL AND dom.name = ?
-"""
-
-
-def create_operator_marks() -> str:
-    """temp.op_marks: the ranges of the operator-mark NVTX domain (bind its name as the one parameter):
-    ``name`` is run_layout.OP_RANGE or MEASURED_RANGE."""
-    return f"""
-CREATE TEMP TABLE op_marks AS
-WITH {_DOMAINS}
-SELECT ne.globalTid AS tid, ne.start AS start, ne.end AS end, {_NAME} AS name
 FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
 WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL AND dom.name = ?
 """

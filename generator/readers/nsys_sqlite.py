@@ -497,7 +497,7 @@ def _graph_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
 def _module_ranges(cap: _Capture, domain: str) -> Iterator[None]:
     cap.conn.execute("DROP TABLE IF EXISTS temp.module_ranges")
     if "NVTX_EVENTS" in cap.tables:
-        cap.conn.execute(q.create_module_ranges(domain), (domain,))
+        cap.conn.execute(q.create_domain_ranges("module_ranges"), (domain,))
     else:
         cap.conn.execute("CREATE TEMP TABLE module_ranges (tid, start, end, name, occurrence)")
     cap.conn.execute(q.INDEX_MODULE_RANGES)
@@ -511,7 +511,7 @@ def _marks_agree(cap: _Capture, domain: str) -> bool:
     """Whether the operator marks of ``domain`` (run_layout.OPS_NVTX_DOMAIN) hold a marked iteration
     that launched the same kernels, alike and in the same order, as the measured one; then
     temp.marked_seq, temp.measured_seq and temp.marked_ops hold them (:data:`q.CREATE_LAUNCH_OPS`)."""
-    cap.conn.execute(q.create_operator_marks(), (domain,))
+    cap.conn.execute(q.create_domain_ranges("op_marks"), (domain,))
     measured = cap.conn.execute("SELECT tid, start, end FROM temp.op_marks WHERE name = ? ORDER BY start",
                                 (MEASURED_RANGE,)).fetchone()
     if measured is None:
