@@ -18,7 +18,7 @@ from pathlib import Path
 from capture import commands as cmd
 from capture.kernel_filter import exact_regex
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
-from capture.targets import describe, launch_count, targets, windows_plan
+from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
 from capture.tools import CaptureError, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages
@@ -63,11 +63,12 @@ class RunConfig:
     def layout(self) -> cmd.RunLayout:
         return cmd.RunLayout(self.run_dir)
 
-    def worker(self, stages_out: Path | None = None, plan: Path | None = None) -> list[str]:
+    def worker(self, stages_out: Path | None = None, plan: Path | None = None, params: Params | None = None
+               ) -> list[str]:
         """The worker's argv: the nsys run writes the stages and times the module ranges, the ncu
-        run opens the profile windows of ``plan``."""
+        run opens the profile windows of ``plan`` (with ``params``, else the capture's)."""
         overhead = self.overhead_runs if stages_out else 0
-        return cmd.worker_argv(self.python, self.workload, self.params, stages_out, overhead, plan)
+        return cmd.worker_argv(self.python, self.workload, params or self.params, stages_out, overhead, plan)
 
 
 def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[str, list[str], Path | None]]:
@@ -98,9 +99,9 @@ def _includes(cfg: RunConfig, stages: list[str]) -> list[str]:
 
 
 def _ncu_profile(cfg: RunConfig, ncu: str, includes: list[str], regex: str, plan: Path | None,
-                 suffix: str = "", launches: int = 1) -> list[str]:
+                 suffix: str = "", launches: int = 1, params: Params | None = None) -> list[str]:
     return cmd.ncu_profile(
-        ncu, cfg.layout, cfg.worker(plan=plan), includes=includes, kernel_regex=regex, sections=cfg.ncu_sections,
+        ncu, cfg.layout, cfg.worker(plan=plan, params=params), includes=includes, kernel_regex=regex, sections=cfg.ncu_sections,
         section_set=cfg.ncu_set, metrics=list(cfg.ncu_metrics), clock_control=cfg.clock_control, suffix=suffix,
         launch_count=launches,
     )
@@ -226,14 +227,14 @@ class _NcuProgress:
 
 def _ncu_pass(cfg: RunConfig, ncu: str, stages: list[str], includes: list[str], mangled: list[str],
               plan: Path | None, expected: int, suffix: str, man: Manifest,
-              progress: Progress, launches: int = 1) -> list[tuple[str, str | None]]:
+              progress: Progress, launches: int = 1, params: Params | None = None) -> list[tuple[str, str | None]]:
     lay = cfg.layout
     lay.ncu_report().parent.mkdir(parents=True, exist_ok=True)
     name = f"ncu_profile{suffix}"
     with man.phase(name) as entry:
         if not mangled:
             raise PhaseFailed("the nsys export names no mangled name for the selected kernels")
-        entry["commands"] = [_ncu_profile(cfg, ncu, includes, exact_regex(mangled), plan, suffix, launches)]
+        entry["commands"] = [_ncu_profile(cfg, ncu, includes, exact_regex(mangled), plan, suffix, launches, params)]
         man.save()
         counter = _NcuProgress(progress, expected)
         result = run_logged(entry["commands"][0], lay.logs, name, on_line=counter)
@@ -330,7 +331,8 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     progress(f"ncu: {len(pairs)} (kernel, stage) launches of {len(top.selected())} kernels in one model run")
     plan_file = None if cfg.all_launch_configs else lay.profile_plan
     launches = _ncu_pass(cfg, ncu, stages, _includes(cfg, stages), selected, plan_file, len(pairs), "", man, progress,
-                         1 if cfg.all_launch_configs else launch_count(table, windows))
+                         1 if cfg.all_launch_configs else launch_count(table, windows),
+                         None if cfg.all_launch_configs else ncu_params(cfg.params, windows))
     cov = coverage(top, mangled, launches, pairs)
     man.set(coverage=cov, ncu_launches=[{"kernel": m, "stage": s, "pass": 1} for m, s in launches])
     missing = cov["stage_pairs_missing"]  # a selected kernel missing altogether misses its pairs too

@@ -9,11 +9,13 @@ then true of that stage.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
 
 from capture.topn import TopN
+from capture.workloads.params import Params
 from capture.workloads.windows import Plan
 from generator.readers.base import plain_file
 from generator.readers.nsys_sqlite import representative_launches
@@ -53,6 +55,21 @@ def launch_count(table: pd.DataFrame, plan: Plan) -> int:
     if plan.modules or plan.gaps or table.empty:
         return 1
     return int(table.groupby(["name", "grid", "block", "shared_mem_bytes"]).size().max())
+
+
+def ncu_params(params: Params, plan: Plan) -> Params:
+    """The ncu run's workload parameters for ``plan``.
+
+    - One warm-up iteration fewer when the plan has operator windows: they exist only where the nsys
+      run's last warm-up iteration launched exactly as its measured one did, so the ncu run's
+      iteration of that number launches alike, and under ncu every iteration costs seconds.
+    - No module ranges when every window is an operator call: none opens there, and ncu's NVTX
+      tracking of them costs seconds per iteration (5,746 calls an iteration of ocr-vlm).
+    """
+    if not plan.operators:
+        return params
+    depth = params.module_depth if plan.modules or plan.gaps else 0
+    return dataclasses.replace(params, warmup=params.warmup - 1, module_depth=depth)
 
 
 def describe(table: pd.DataFrame) -> list[dict]:

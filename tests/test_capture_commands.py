@@ -36,6 +36,11 @@ def test_worker_argv_of_the_nsys_and_ncu_runs() -> None:
         "/py", "-m", "capture.worker", "--workload", "llm-decode", "--cuda-graph", "--module-depth", "3",
         "--profile-plan", "/runs/r1/logs/ncu_plan.json",
     ]
+    # the ncu run's own parameters (capture.targets.ncu_params: operator windows only)
+    assert cfg.worker(plan=LAY.profile_plan, params=Params(warmup=1, module_depth=0)) == [
+        "/py", "-m", "capture.worker", "--workload", "llm-decode", "--warmup", "1", "--module-depth", "0",
+        "--profile-plan", "/runs/r1/logs/ncu_plan.json",
+    ]
 
 
 def test_nsys_commands() -> None:

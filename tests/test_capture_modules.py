@@ -130,6 +130,10 @@ def test_operator_windows_open_around_the_calls_the_nsys_run_marked() -> None:
     # each window opens just after its call is dispatched and closes when it returns
     assert opened == [n for number in sorted(planned) for n in (number, -1)] and windows.opened == 3
     assert Plan.from_json(json.loads(json.dumps(windows.plan.to_json()))) == windows.plan
+    # the ncu run as capture.targets.ncu_params has it with operator windows only: it measures the
+    # iteration after one warm-up, the one the nsys run marked, and installs no module range
+    ncu_run = worker.run("llm-decode", replace(TINY, warmup=1, module_depth=0), plan=Plan(operators=planned))
+    assert (ncu_run["operator_calls"], ncu_run["profile_windows"], ncu_run["module_ranges"]["modules"]) == (calls, 3, 0)
 
 
 def test_stage_of_an_ncu_launch_ignores_module_and_window_ranges() -> None:

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from capture.run import coverage, profiled_launches
-from capture.targets import describe, launch_count, targets, windows_plan
+from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
 from capture.topn import mangled_names, select, stage_summaries
+from capture.workloads.params import Params
 from generator.errors import InputError
 from generator.readers.base import plain_file
 from generator.readers.nsys_sqlite import stage_instances
@@ -106,17 +107,25 @@ def test_operator_windows_profile_one_launch_per_target_in_one_ncu_run() -> None
     assert [p.get("launches_profiled") for p in old["phases"] if p["name"].startswith("ncu_profile")] == [46, 4]
 
 
-@pytest.mark.parametrize(("name", "count"), [("llm-decode-eager-ops", 2), ("llm-decode-eager", 1), ("ocr-vlm-sdpa-h200", 1)])
-def test_launch_count_lets_a_shared_configuration_twice_only_with_operator_windows(name: str, count: int) -> None:
+@pytest.mark.parametrize(("name", "count", "warmup", "depth"),
+                         [("llm-decode-eager-ops", 2, 1, 0), ("llm-decode-eager", 1, 2, None),
+                          ("ocr-vlm-sdpa-h200", 1, 2, None)])
+def test_launch_count_and_ncu_run_follow_operator_windows(name: str, count: int, warmup: int, depth: int | None) -> None:
     """Each of these runs has a configuration that two targets share (a kernel run alike in prefill and
     decode); ncu may profile it twice only when every window is one operator call, since a module
-    call's window holds further launches of the configurations it targets."""
+    call's window holds further launches of the configurations it targets. With operator windows
+    (marked warm-up and measured iteration launched alike) the ncu run warms up once less, and
+    with operator windows only it installs no module ranges; module windows keep both."""
     run = ROOT / "examples" / "runs" / name
     man = manifest(run)
     sqlite = run / "nsys" / "report.sqlite.xz"
     table = targets(sqlite, select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"]))
+    plan = windows_plan(table)
     assert int(table.groupby(["name", "grid", "block", "shared_mem_bytes"]).size().max()) == 2
-    assert launch_count(table, windows_plan(table)) == count
+    assert launch_count(table, plan) == count
+    params = ncu_params(Params(), plan)
+    assert (params.warmup, params.module_depth) == (warmup, depth)
+    assert ncu_params(Params(warmup=3, module_depth=2), plan).warmup == warmup + 1
 
 
 def test_operator_windows_need_the_marked_iteration_to_launch_alike(tmp_path: Path) -> None:
@@ -142,6 +151,7 @@ def test_operator_windows_need_the_marked_iteration_to_launch_alike(tmp_path: Pa
     table = targets(plain, top)
     plan = windows_plan(table)
     assert len(table) == 42 and table["operator"].isna().all() and not plan.operators
+    assert ncu_params(Params(), plan) == Params()  # the ncu run warms up as the nsys run did, with module ranges
     assert sum(map(len, plan.modules.values())) + sum(map(len, plan.gaps.values())) == len(plan) > 0
 
 
