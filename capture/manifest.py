@@ -61,14 +61,21 @@ class Manifest:
         self.data["phases"].append({"name": name, "status": "skipped", "error": reason})
         self.save()
 
+    @staticmethod
+    def now() -> tuple[str, float]:
+        """A phase's start as :meth:`phase` takes it (``started``): wall clock and monotonic."""
+        return _now(), time.monotonic()
+
     @contextmanager
-    def phase(self, name: str, commands: list[list[str]] | None = None) -> Iterator[dict]:
+    def phase(self, name: str, commands: list[list[str]] | None = None,
+              started: tuple[str, float] | None = None) -> Iterator[dict]:
         """Record a phase: start/end time, seconds, status ok/failed and the error line.
-        The yielded dict takes extra fields (e.g. commands run); PhaseFailed marks failure."""
-        entry: dict = {"name": name, "status": "running", "start": _now(), "commands": commands or []}
+        The yielded dict takes extra fields (e.g. commands run); PhaseFailed marks failure.
+        ``started`` (:meth:`now`): the phase began then, in the background, and ends with the block."""
+        begun, start = started or self.now()
+        entry: dict = {"name": name, "status": "running", "start": begun, "commands": commands or []}
         self.data["phases"].append(entry)
         self.save()
-        start = time.monotonic()
         try:
             yield entry
         except PhaseFailed as exc:

@@ -11,19 +11,23 @@ import lzma
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pandas as pd
 
 from capture import commands as cmd
 from capture.kernel_filter import exact_regex
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
 from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
-from capture.tools import CaptureError, find_tool, run_logged, tool_version
+from capture.tools import CaptureError, ToolResult, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages
 from capture.workloads.params import Params
-from capture.workloads.windows import NCU_INCLUDE
+from capture.workloads.windows import NCU_INCLUDE, Plan
 from generator.readers.nsys_sqlite import graph_summary
 from generator.run_layout import NCU_PASSES
 
@@ -131,25 +135,50 @@ def _tool(label: str, argv: list[str], lay: cmd.RunLayout, stdout_to: Path | Non
         raise PhaseFailed(f"{label} exited {result.returncode}: {result.last_error_line()} (logs/{label}.stderr)")
 
 
-def _stats(nsys: str, lay: cmd.RunLayout, stages: list[str], man: Manifest) -> None:
+@contextmanager
+def stats_beside(nsys: str, lay: cmd.RunLayout, stages: list[str], man: Manifest) -> Iterator[None]:
+    """nsys stats of the whole capture and of each stage, all side by side while the block runs
+    (they only read the export, as top-N and the targets do: its bytes are unchanged after them);
+    their phase is recorded when the block is left. A failure is recorded, not raised: top-N reads
+    the SQLite export, not these CSVs."""
     jobs = [("all", None, [cmd.NSYS_STATS_REPORT, *cmd.NSYS_EXTRA_REPORTS]),
             *((s, s, [cmd.NSYS_STATS_REPORT]) for s in stages)]
+    commands = [cmd.nsys_stats(nsys, lay, reports, prefix, stage=stage) for prefix, stage, reports in jobs]
     lay.stats.mkdir(parents=True, exist_ok=True)
-    with man.phase("nsys_stats", [cmd.nsys_stats(nsys, lay, r, p, stage=s) for p, s, r in jobs]):
-        for prefix, stage, reports in jobs:
-            _tool(f"nsys_stats_{prefix}", cmd.nsys_stats(nsys, lay, reports, prefix, stage=stage), lay)
-            for report in reports:  # nsys names them <prefix>_<report>[_nvtx=<stage>].csv
-                target = lay.kern_sum_csv(prefix) if report == cmd.NSYS_STATS_REPORT else lay.stats / f"{report}.csv"
-                written = sorted(lay.stats.glob(f"{prefix}_{report}*.csv"))
-                if len(written) == 1 and written[0] != target:
-                    written[0].rename(target)
-        missing = [p.name for p in [*(lay.kern_sum_csv(s) for s in ["all", *stages]),
-                                    *(lay.stats / f"{r}.csv" for r in cmd.NSYS_EXTRA_REPORTS)] if not p.is_file()]
-        if missing:
-            raise PhaseFailed(f"nsys stats wrote no {', '.join(missing)}")
-    man.note("nsys/stats/all_cuda_gpu_kern_sum.csv covers the whole process (warm-up included); "
-             "<stage>_cuda_gpu_kern_sum.csv (nsys --filter-nvtx) counts kernels whose GPU execution overlaps "
-             "the range, while top_n attributes each kernel to the stage that launched it")
+    started = man.now()
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        runs = [pool.submit(run_logged, argv, lay.logs, f"nsys_stats_{prefix}")
+                for argv, (prefix, _, _) in zip(commands, jobs)]
+        try:
+            yield
+        finally:
+            results = [run.result() for run in runs]
+            try:
+                with man.phase("nsys_stats", commands, started=started):
+                    _collect_stats(lay, stages, jobs, results)
+                man.note("nsys/stats/all_cuda_gpu_kern_sum.csv covers the whole process (warm-up included); "
+                         "<stage>_cuda_gpu_kern_sum.csv (nsys --filter-nvtx) counts kernels whose GPU execution "
+                         "overlaps the range, while top_n attributes each kernel to the stage that launched it")
+            except PhaseFailed:
+                pass
+
+
+def _collect_stats(lay: cmd.RunLayout, stages: list[str], jobs: list[tuple[str, str | None, list[str]]],
+                   results: list[ToolResult]) -> None:
+    """Give the CSVs nsys stats wrote their run-layout names; PhaseFailed if a call failed or one is missing."""
+    for (prefix, _, reports), result in zip(jobs, results):
+        if result.returncode != 0:
+            raise PhaseFailed(f"nsys_stats_{prefix} exited {result.returncode}: {result.last_error_line()} "
+                              f"(logs/nsys_stats_{prefix}.stderr)")
+        for report in reports:  # nsys names them <prefix>_<report>[_nvtx=<stage>].csv
+            target = lay.kern_sum_csv(prefix) if report == cmd.NSYS_STATS_REPORT else lay.stats / f"{report}.csv"
+            written = sorted(lay.stats.glob(f"{prefix}_{report}*.csv"))
+            if len(written) == 1 and written[0] != target:
+                written[0].rename(target)
+    missing = [p.name for p in [*(lay.kern_sum_csv(s) for s in ["all", *stages]),
+                                *(lay.stats / f"{r}.csv" for r in cmd.NSYS_EXTRA_REPORTS)] if not p.is_file()]
+    if missing:
+        raise PhaseFailed(f"nsys stats wrote no {', '.join(missing)}")
 
 
 def _read_csv(csv_path: Path) -> list[list[str]]:
@@ -275,6 +304,31 @@ def capture(cfg: RunConfig, progress: Progress = print) -> Manifest:
     return man
 
 
+def _select(cfg: RunConfig, lay: cmd.RunLayout, stages: list[str], man: Manifest, profile: bool
+            ) -> tuple[TopN, dict[str, list[str]], Plan | None, pd.DataFrame | None]:
+    """Top-N, the selected kernels' mangled names and, when ncu will ``profile``, the targets and
+    the windows that reach them (the plan written for the ncu run)."""
+    with man.phase("top_n"):
+        summaries = stage_summaries(lay.sqlite, stages)
+        top = select(summaries, cfg.top_n, include_nccl=cfg.include_nccl)
+        mangled = mangled_names(lay.sqlite, [k.name for k in top.selected()])
+        man.set(top_n=top.as_dict(), mangled_names=mangled,
+                cuda_graphs=graph_summary(lay.sqlite, stages).to_dict(orient="records"))
+    if not profile:
+        return top, mangled, None, None
+    with man.phase("ncu_targets") as entry:
+        table = targets(lay.sqlite, top)
+        windows = windows_plan(table)
+        lay.profile_plan.write_text(json.dumps(windows.to_json(), indent=1))
+        entry["windows"] = len(windows)
+        entry["operator_windows"] = len(windows.operators)
+        man.set(ncu_selection="all launch configurations" if cfg.all_launch_configs
+                else "one launch per (kernel, stage): the configuration with most of the stage's time",
+                ncu_targets=describe(table),
+                ncu_collection={"metrics": list(cfg.ncu_metrics), "sections": list(cfg.ncu_sections), "set": cfg.ncu_set})
+    return top, mangled, windows, table
+
+
 def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress: Progress) -> None:
     lay = cfg.layout
     progress("nsys: profiling the workload")
@@ -299,34 +353,13 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     progress("nsys: exporting SQLite")
     with man.phase("nsys_export", [cmd.nsys_export(nsys, lay)]):
         _tool("nsys_export", cmd.nsys_export(nsys, lay), lay)
-    progress("nsys: stats per stage")
-    try:
-        _stats(nsys, lay, stages, man)
-    except PhaseFailed:
-        pass  # recorded; top-N reads the SQLite export, not these CSVs
-
-    progress(f"top-{cfg.top_n}: selecting kernels")
-    with man.phase("top_n"):
-        summaries = stage_summaries(lay.sqlite, stages)
-        top = select(summaries, cfg.top_n, include_nccl=cfg.include_nccl)
-        mangled = mangled_names(lay.sqlite, [k.name for k in top.selected()])
-        man.set(top_n=top.as_dict(), mangled_names=mangled,
-                cuda_graphs=graph_summary(lay.sqlite, stages).to_dict(orient="records"))
+    progress(f"top-{cfg.top_n}: selecting kernels (nsys stats per stage meanwhile)")
+    with stats_beside(nsys, lay, stages, man):
+        top, mangled, windows, table = _select(cfg, lay, stages, man, ncu is not None)
     if not ncu:
         man.skip("ncu_profile", "--skip-ncu")
         return
-
-    with man.phase("ncu_targets") as entry:
-        table = targets(lay.sqlite, top)
-        pairs = list(zip(table["stage"], table["name"]))
-        windows = windows_plan(table)
-        lay.profile_plan.write_text(json.dumps(windows.to_json(), indent=1))
-        entry["windows"] = len(windows)
-        entry["operator_windows"] = len(windows.operators)
-        man.set(ncu_selection="all launch configurations" if cfg.all_launch_configs
-                else "one launch per (kernel, stage): the configuration with most of the stage's time",
-                ncu_targets=describe(table),
-                ncu_collection={"metrics": list(cfg.ncu_metrics), "sections": list(cfg.ncu_sections), "set": cfg.ncu_set})
+    pairs = list(zip(table["stage"], table["name"]))
     selected = [m for k in top.selected() for m in mangled[k.name]]
     progress(f"ncu: {len(pairs)} (kernel, stage) launches of {len(top.selected())} kernels in one model run")
     plan_file = None if cfg.all_launch_configs else lay.profile_plan

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from capture import cli
+from capture.commands import RunLayout
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
+from capture.run import stats_beside
 from capture.tools import CaptureError, run_logged
 
 
@@ -80,3 +83,31 @@ def test_failed_step_is_recorded_and_reported(tmp_path: Path, capsys: pytest.Cap
     assert phase["commands"][0][:2] == [str(broken), "profile"] and phase["seconds"] >= 0
     assert (run / "logs" / "nsys_profile.stdout").read_text() == "starting\n"
     assert man["tools"]["nsys"] == {"path": str(broken), "version": "version 2025.3.1"}
+
+
+def test_nsys_stats_run_side_by_side_beside_the_selection(tmp_path: Path) -> None:
+    """The nsys stats calls (the whole capture, then each stage) all run at once while the block
+    (top-N and the targets) runs; their phase starts when they were started, ends when the last is
+    done, and their CSVs get the run layout's names. A failing call is recorded, not raised."""
+    nsys = tmp_path / "nsys"
+    nsys.write_text('#!/bin/sh\nout=""; while [ $# -gt 1 ]; do [ "$1" = --output ] && out=$2; shift; done\n'
+                    'sleep 1; for r in cuda_gpu_kern_sum nvtx_sum cuda_api_sum; do : > "${out}_$r.csv"; done\n')
+    nsys.chmod(0o755)
+    lay = RunLayout(tmp_path / "run")
+    lay.logs.mkdir(parents=True)
+    man = Manifest(tmp_path / "manifest.json")
+    started = time.monotonic()
+    with stats_beside(str(nsys), lay, ["prefill", "decode"], man), man.phase("top_n"):
+        time.sleep(0.5)
+    assert time.monotonic() - started < 2.5  # three calls of 1 s each, side by side
+    top_n, stats = man.data["phases"]
+    assert (top_n["name"], stats["name"], stats["status"]) == ("top_n", "nsys_stats", "ok")
+    assert stats["start"] < top_n["start"] and stats["end"] >= top_n["end"] and 1 <= stats["seconds"] < 2.5
+    assert [c[c.index("--output") + 1] for c in stats["commands"]] == [str(lay.stats / p) for p in ("all", "prefill", "decode")]
+    assert {p.name for p in lay.stats.iterdir()} >= {"all_cuda_gpu_kern_sum.csv", "prefill_cuda_gpu_kern_sum.csv",
+                                                     "decode_cuda_gpu_kern_sum.csv", "nvtx_sum.csv", "cuda_api_sum.csv"}
+    nsys.write_text("#!/bin/sh\necho 'ERROR: no such range' >&2; exit 3\n")
+    with stats_beside(str(nsys), RunLayout(tmp_path / "run2"), ["decode"], man):
+        pass
+    failed = man.data["phases"][-1]
+    assert failed["status"] == "failed" and failed["error"].startswith("nsys_stats_all exited 3: ERROR: no such range")
