@@ -108,3 +108,14 @@ def test_model_directory_with_real_weights(tmp_path: Path) -> None:
     assert worker.run("vit", Params(model=str(tmp_path / "vit"), **common))["stages"] == ["vit"]
     with pytest.raises(ValueError, match="takes no --model"):
         resolve("gemm")(Params(model=str(tmp_path / "llm"), **common))
+
+
+def test_environment_names_transformers_without_importing_it() -> None:
+    """The capture's environment probe (run before anything is written) states the installed
+    transformers version from its package metadata: importing it would cost the probe ~1.5 s."""
+    code = ("import json, sys; from capture.environment import collect; "
+            "print(json.dumps([collect()['transformers'], 'transformers' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    import transformers
+
+    assert json.loads(out) == [transformers.__version__, False]
