@@ -251,3 +251,27 @@ def test_generator_reads_every_ncu_pass_of_a_run(tmp_path: Path) -> None:
     assert len(metrics) == man["coverage"]["profiled_launches"] == 146
     assert [launch["pass"] for launch in man["ncu_launches"]].count(2) == 2
     assert sorted(metrics["stage"]) == sorted(launch["stage"] for launch in man["ncu_launches"])
+
+
+def test_h100_captures_back_to_back_landed_and_new_ncu_run() -> None:
+    """Two captures of the README's command on one H100, back to back: the landed code (2d2e93f) and
+    the ncu run as capture.targets.ncu_params has it with operator windows only (one warm-up fewer,
+    no module ranges), nsys stats beside top-N. Both profiled every target in one ncu run; the new
+    ncu pass took 30.7 s less, the whole capture 37.6 s less (252.6 s → 215.0 s by the device job's
+    clock, which starts before the manifest is created)."""
+    data = ROOT / "tests" / "data" / "capture-h100-ab"
+    landed, new = (json.loads(lzma.decompress((data / f"{n}.manifest.json.xz").read_bytes())) for n in ("landed", "new"))
+    for man in (landed, new):
+        assert man["environment"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and man["status"] == "ok"
+        assert man["coverage"]["stage_pairs"] == man["coverage"]["stage_pairs_profiled"] == 79
+        assert len(man["ncu_launches"]) == 87 and all(t["window"].get("operator_call") for t in man["ncu_targets"])
+    phases = [{p["name"]: p for p in man["phases"]} for man in (landed, new)]
+    assert phases[0]["ncu_export"]["end"] < new["created"]  # one after the other
+    workers = [p["ncu_profile"]["commands"][0] for p in phases]
+    assert [w[w.index("capture.worker"):w.index("--profile-plan")] for w in workers] == [
+        ["capture.worker", "--workload", "ocr-vlm"],
+        ["capture.worker", "--workload", "ocr-vlm", "--warmup", "1", "--module-depth", "0"]]
+    assert [p["ncu_profile"]["seconds"] for p in phases] == [175.327, 144.671]
+    old, now = phases
+    assert old["nsys_stats"]["end"] < old["top_n"]["start"]  # one after the other, then side by side
+    assert now["nsys_stats"]["start"] <= now["top_n"]["start"] < now["nsys_stats"]["end"]
