@@ -58,18 +58,19 @@ def launch_count(table: pd.DataFrame, plan: Plan) -> int:
 
 
 def ncu_params(params: Params, plan: Plan) -> Params:
-    """The ncu run's workload parameters for ``plan``.
+    """The ncu run's workload parameters for ``plan``: when every window is an operator call, one
+    warm-up iteration fewer and no module ranges; otherwise the nsys run's.
 
-    - One warm-up iteration fewer when the plan has operator windows: they exist only where the nsys
-      run's last warm-up iteration launched exactly as its measured one did, so the ncu run's
-      iteration of that number launches alike, and under ncu every iteration costs seconds.
-    - No module ranges when every window is an operator call: none opens there, and ncu's NVTX
-      tracking of them costs seconds per iteration (5,746 calls an iteration of ocr-vlm).
+    Operator windows exist only where the nsys run's last warm-up iteration launched exactly as its
+    measured one did, so the ncu run's iteration of that number launches alike, and under ncu every
+    iteration costs seconds; and no operator window needs a module range, while ncu's NVTX tracking
+    of them costs seconds per iteration (5,746 calls an iteration of ocr-vlm). A module window
+    counts its module's calls from the process's start, warm-ups included, and a gap window counts
+    module calls, so a plan with either keeps both.
     """
-    if not plan.operators:
+    if not plan.operators or plan.modules or plan.gaps:
         return params
-    depth = params.module_depth if plan.modules or plan.gaps else 0
-    return dataclasses.replace(params, warmup=params.warmup - 1, module_depth=depth)
+    return dataclasses.replace(params, warmup=params.warmup - 1, module_depth=0)
 
 
 def describe(table: pd.DataFrame) -> list[dict]:

@@ -15,6 +15,7 @@ from capture.run import coverage, profiled_launches
 from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
 from capture.topn import mangled_names, select, stage_summaries
 from capture.workloads.params import Params
+from capture.workloads.windows import Plan
 from generator.errors import InputError
 from generator.readers.base import plain_file
 from generator.readers.nsys_sqlite import stage_instances
@@ -126,6 +127,10 @@ def test_launch_count_and_ncu_run_follow_operator_windows(name: str, count: int,
     params = ncu_params(Params(), plan)
     assert (params.warmup, params.module_depth) == (warmup, depth)
     assert ncu_params(Params(warmup=3, module_depth=2), plan).warmup == warmup + 1
+    # a module window counts its module's calls from the process's start, warm-ups included, and a
+    # gap window counts module calls: beside either, operator windows change nothing
+    assert ncu_params(Params(), Plan({"model [M]": {9}}, {}, {4})) == Params()
+    assert ncu_params(Params(), Plan({}, {"decode": {(1, 0)}}, {4})) == Params()
 
 
 def test_operator_windows_need_the_marked_iteration_to_launch_alike(tmp_path: Path) -> None:
