@@ -14,7 +14,7 @@ from capture.manifest import PhaseFailed, create_run_dir
 from capture.run import GRAPH_OVERHEAD_RUNS, OVERHEAD_RUNS, RunConfig, capture, planned_commands
 from capture.sweep import apply, label, parse_grid, points, write_report
 from capture.tools import CaptureError
-from capture.workloads import PRESETS, WorkloadError, check_name
+from capture.workloads import PRESETS, WorkloadError, check_name, resolve
 from capture.workloads import params as workload_params
 from generator.errors import InputError
 
@@ -143,8 +143,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        if getattr(args, "workload", None):  # a malformed name fails here, an unimportable one before anything is written
-            check_name(args.workload)
+        if getattr(args, "workload", None):  # a bad name fails here, before any tool runs
+            check_name(args.workload) if args.dry_run else resolve(args.workload)
         return args.func(args)
     except (CaptureError, WorkloadError) as exc:
         print(f"capture: {exc}", file=sys.stderr)

@@ -1,9 +1,7 @@
-"""What a run ran on: ``python -m capture.environment [WORKLOAD]`` prints one JSON object.
+"""What a run ran on: ``python -m capture.environment`` prints one JSON object.
 
 GPU properties come from torch (name, compute capability, SMs, memory) and ``nvidia-smi``
-(driver, clocks) where present; anything unavailable is null. Given a workload (preset or
-``module:function``), it also imports it, in this interpreter that will run it, and names what is
-wrong with it as ``workload_error``: the capture's own process then never imports torch.
+(driver, clocks) where present; anything unavailable is null.
 """
 from __future__ import annotations
 
@@ -78,19 +76,5 @@ def collect() -> dict:
     return info
 
 
-def workload_error(spec: str) -> str | None:
-    """Why ``spec`` cannot be run here (capture.workloads.resolve), else None."""
-    from capture.workloads import WorkloadError, resolve
-
-    try:
-        resolve(spec)
-    except WorkloadError as exc:
-        return str(exc)
-    return None
-
-
 if __name__ == "__main__":
-    info = collect()
-    if len(sys.argv) > 1:
-        info["workload_error"] = workload_error(sys.argv[1])
-    json.dump(info, sys.stdout, indent=1)
+    json.dump(collect(), sys.stdout, indent=1)

@@ -25,7 +25,7 @@ from capture.manifest import Manifest, PhaseFailed, create_run_dir
 from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
 from capture.tools import CaptureError, ToolResult, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
-from capture.workloads import WorkloadError, declared_stages
+from capture.workloads import declared_stages
 from capture.workloads.params import Params
 from capture.workloads.windows import NCU_INCLUDE, Plan
 from generator.readers.nsys_sqlite import graph_summary
@@ -111,24 +111,19 @@ def _ncu_profile(cfg: RunConfig, ncu: str, includes: list[str], regex: str, plan
     )
 
 
-def environment(python: str, workload: str) -> dict:
-    """``python -m capture.environment`` in the workload's interpreter, which also imports
-    ``workload`` there (WorkloadError if that fails)."""
-    out = subprocess.run([python, "-m", "capture.environment", workload], capture_output=True, text=True, timeout=300)
+def environment(python: str) -> dict:
+    """``python -m capture.environment`` in the workload's interpreter."""
+    out = subprocess.run([python, "-m", "capture.environment"], capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise CaptureError(f"cannot inspect the environment: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
-    info = json.loads(out.stdout)
-    problem = info.pop("workload_error", None)
-    if problem:
-        raise WorkloadError(problem)
-    return info
+    return json.loads(out.stdout)
 
 
 def check(cfg: RunConfig) -> tuple[str, str | None, dict]:
     """Tools and GPU, before anything is written: (nsys, ncu or None, environment)."""
     nsys = find_tool("nsys", cfg.nsys)
     ncu = None if cfg.skip_ncu else find_tool("ncu", cfg.ncu)
-    env = environment(cfg.python, cfg.workload)
+    env = environment(cfg.python)
     if cfg.params.device.startswith("cuda") and not env["gpus"]:
         raise CaptureError("no CUDA GPU visible to torch (use a GPU machine, or --device cpu for a dry run)")
     return nsys, ncu, env

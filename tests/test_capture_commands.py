@@ -161,25 +161,6 @@ def test_unknown_workload_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "unknown workload 'nope'" in capsys.readouterr().err
 
 
-def test_unimportable_workload_exit_2_before_anything_is_written(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The environment probe imports the workload in the interpreter that will run it (the capture's
-    own process never imports torch): a module:function that cannot be imported, or names no
-    function, fails there with one line, and no run directory is made."""
-    for tool in ("nsys", "ncu"):
-        (tmp_path / tool).write_text("#!/bin/sh\necho 'version 2025.3.1'\n")
-        (tmp_path / tool).chmod(0o755)
-    (tmp_path / "my_wl.py").write_text("def build(params):\n    return lambda: None\n")
-    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    monkeypatch.chdir(tmp_path)
-    for spec, line in (("no_such_module_xyz:build", "capture: cannot import workload module 'no_such_module_xyz': "
-                                                    "No module named 'no_such_module_xyz'"),
-                       ("my_wl:nothing", "capture: 'my_wl' has no callable 'nothing'")):
-        assert cli.main(["run", "--workload", spec, "--device", "cpu", "--out", str(tmp_path / "runs"), "--name", "r"]) == 2
-        assert capsys.readouterr().err.strip().splitlines() == [line]
-        assert not (tmp_path / "runs").exists()
-
-
 def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     for sub in (["--help"], ["run", "--help"], ["sweep", "--help"], ["list-workloads", "--help"]):
         with pytest.raises(SystemExit) as exc:
