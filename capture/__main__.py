@@ -1,5 +1,9 @@
 import sys
 
-from capture.cli import main
+from capture.bytecode import cache_bytecode
+
+cache_bytecode()  # before the imports it speeds up
+
+from capture.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,27 @@ def test_environment_names_transformers_without_importing_it() -> None:
     import transformers
 
     assert json.loads(out) == [transformers.__version__, False]
+
+
+@pytest.mark.parametrize("forbidden", [True, False])
+def test_capture_caches_bytecode_outside_the_sources_where_the_environment_forbids_it(
+        tmp_path: Path, forbidden: bool) -> None:
+    """With PYTHONDONTWRITEBYTECODE set (as containers often do) every Python process would compile
+    torch and transformers again; the capture then keeps the bytecode of its own imports, and of the
+    processes it starts (PYTHONPYCACHEPREFIX), in a folder of the user cache. Otherwise it changes
+    nothing."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    if forbidden:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    code = ("import os, sys; from capture.bytecode import cache_bytecode; where = cache_bytecode(); "
+            "import capture.cli; print(where, os.environ.get('PYTHONPYCACHEPREFIX'), "
+            "'PYTHONDONTWRITEBYTECODE' in os.environ, sys.dont_write_bytecode)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    folder = tmp_path / "kernel-report-bytecode"
+    if forbidden:
+        assert out.split() == [str(folder), str(folder), "False", "False"]
+        cached = {p.name.split(".")[0] for p in folder.rglob("*.pyc")}
+        assert {"cli", "run", "targets", "nsys_sqlite"} <= cached  # the capture's own imports
+    else:
+        assert out.split() == ["None", "None", "False", "False"] and not folder.exists()
