@@ -9,7 +9,8 @@ summaries are read for every manifest stage, and "all" is those stages together
 (:func:`measured_union`). Explicit inputs: nsys files (optionally one
 NVTX stage each), ncu files, PyTorch traces (their kernel summary is used only when no nsys input
 gives one). Each file is read once per build (:class:`InputCache`), and not at all when the build
-cache (:mod:`generator.pipeline.build_cache`) holds what it read as.
+cache (:mod:`generator.pipeline.build_cache`) holds what it read as; a run's ncu reports are read
+in a forked child meanwhile, and its nsys export's facts in another beside its stages.
 """
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ class InputCache:
         self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}
         self._facts: dict[Path, Dataset] = {}
         self._ahead = Forks(1, here=not can_fork(), niceness=AHEAD_NICENESS)
+        self._beside = Forks(1, here=not can_fork())  # an nsys export's facts, read beside its stages
         self._pending: dict[Path, tuple[Path, ...]] = {}  # path → the prefetched batch reading it
         self._fetched: dict[tuple[Path, ...], dict[Path, tuple[bool, Any, int, int]]] = {}
 
@@ -81,6 +83,7 @@ class InputCache:
 
     def __exit__(self, *exc: object) -> None:
         self._ahead.close()
+        self._beside.close()
         self._tmp.cleanup()
 
     def prefetch(self, paths: list[Path]) -> None:
@@ -119,18 +122,9 @@ class InputCache:
         return self.store.get(path, "read", [stage], lambda: self._on_plain(path, lambda plain: read(plain, stage=stage)))
 
     def _counted_reads(self, paths: list[Path]) -> dict[Path, tuple[bool, Any, int, int]]:
-        """In the prefetching child: per path, (True, :meth:`_stored_read`) or (False, its error),
-        with the store's hits and misses for it; one file after the other, all of them, as the
-        parent asks for each in turn."""
-        done: dict[Path, tuple[bool, Any, int, int]] = {}
-        for path in paths:
-            hits, misses = self.store.hits, self.store.misses
-            try:
-                ok, value = True, self._stored_read(path, None)
-            except Exception as exc:  # noqa: BLE001 - raised in the parent when it reads this path
-                ok, value = False, exc
-            done[path] = (ok, value, self.store.hits - hits, self.store.misses - misses)
-        return done
+        """In the prefetching child: per path, :meth:`_counted` :meth:`_stored_read`; one file after
+        the other, all of them, as the parent asks for each in turn."""
+        return {path: self._counted(functools.partial(self._stored_read, path, None)) for path in paths}
 
     def stages(self, path: Path, stages: tuple[str, ...]) -> StageReading:
         """Kernel summaries, range instances, CUDA graph and timeline figures and module attribution of
@@ -149,15 +143,57 @@ class InputCache:
             self._facts[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
         return self._facts[key]
 
+    def facts_and_stages(self, path: Path, stages: tuple[str, ...]) -> tuple[Dataset, StageReading]:
+        """:meth:`facts` and :meth:`stages` of one nsys SQLite export, the facts read in a forked child
+        (the file decompressed once, here, before) while this process reads the stages; the facts'
+        error, when both fail, is the one raised (as when they are read one after the other)."""
+        key = path.resolve()
+        if key in self._facts or self.store.holds(path, "capture_facts", []):
+            return self.facts(path), self.stages(path, stages)
+        self._plain_copy(key)
+        self._beside.submit(key, functools.partial(self._counted, lambda: self.facts(path)))
+        try:
+            reading = self.stages(path, stages)
+        except Exception:
+            self._facts_beside(key)  # its error first
+            raise
+        return self._facts_beside(key), reading
+
+    def _facts_beside(self, key: Path) -> Dataset:
+        """The facts the child of :meth:`facts_and_stages` read (waiting for it), or its error raised."""
+        ok, dataset, hits, misses = self._beside.result(key)
+        self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
+        if not ok:
+            raise dataset
+        self._facts[key] = dataset
+        return dataset
+
+    def _counted(self, read: Callable[[], T]) -> tuple[bool, T | Exception, int, int]:
+        """In a forked child: (True, ``read()``) or (False, its error), with the store's hits and misses
+        of it."""
+        hits, misses = self.store.hits, self.store.misses
+        try:
+            ok, value = True, read()
+        except Exception as exc:  # noqa: BLE001 - raised in the parent, where it collects the value
+            ok, value = False, exc
+        return ok, value, self.store.hits - hits, self.store.misses - misses
+
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
         path = path.resolve()
         if path.suffix != ".xz":
             return action(path)
-        if path not in self._plain:  # a folder of its own: a prefetching child decompresses here too
-            self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)
         with naming(path):
-            return action(self._plain[path])
+            return action(self._plain_copy(path))
+
+    def _plain_copy(self, path: Path) -> Path:
+        """The decompressed copy of the resolved ``.xz`` ``path``, made at the first call (a folder of its
+        own: a prefetching child decompresses here too); any other ``path`` itself."""
+        if path.suffix != ".xz":
+            return path
+        if path not in self._plain:
+            self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)
+        return self._plain[path]
 
 
 def load_manifest(run: Path) -> dict:
@@ -261,9 +297,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         manifest = load_manifest(run)
         manifests.append(manifest)
         sqlite = first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
-        nsys = cache.facts(sqlite)
         stages = tuple(manifest_stages(run, manifest))
-        reading = cache.stages(sqlite, stages or (ALL_STAGES,))  # no stages: the whole capture is the measured work
+        # no stages: the whole capture is the measured work
+        nsys, reading = cache.facts_and_stages(sqlite, stages or (ALL_STAGES,))
         if stages:
             summaries += [measured_union(reading.summary), reading.summary]
             sources.update(reading.instances)
