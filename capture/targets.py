@@ -52,7 +52,7 @@ def launch_count(table: pd.DataFrame, plan: Plan) -> int:
     """ncu's launches per launch configuration: as many as targets share one (a configuration run in
     two stages) when every window is one operator call, so no other launch of it is in a window; 1
     otherwise, as a module call's window holds other launches of the configurations it targets."""
-    if plan.modules or plan.gaps or table.empty:
+    if not plan.operators_only:
         return 1
     return int(table.groupby(["name", "grid", "block", "shared_mem_bytes"]).size().max())
 
@@ -68,7 +68,7 @@ def ncu_params(params: Params, plan: Plan) -> Params:
     counts its module's calls from the process's start, warm-ups included, and a gap window counts
     module calls, so a plan with either keeps both.
     """
-    if not plan.operators or plan.modules or plan.gaps:
+    if not plan.operators_only:
         return params
     return dataclasses.replace(params, warmup=params.warmup - 1, module_depth=0)
 

@@ -50,6 +50,11 @@ class Plan:
     def __len__(self) -> int:
         return sum(map(len, self.modules.values())) + sum(map(len, self.gaps.values())) + len(self.operators)
 
+    @property
+    def operators_only(self) -> bool:
+        """Whether every window is one operator call (and there is one)."""
+        return bool(self.operators) and not self.modules and not self.gaps
+
 
 def _nvtx() -> tuple[Callable[[], None], Callable[[], None]]:
     import nvtx
