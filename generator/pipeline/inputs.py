@@ -108,10 +108,7 @@ class InputCache:
                 batch = self._pending.pop(key[0])
                 if batch not in self._fetched:
                     self._fetched[batch] = self._ahead.result(batch)
-                ok, dataset, hits, misses = self._fetched[batch].pop(key[0])
-                self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
-                if not ok:
-                    raise dataset
+                dataset = self._collected(self._fetched[batch].pop(key[0]))
             else:
                 dataset = self._stored_read(path, stage)
             self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
@@ -161,12 +158,8 @@ class InputCache:
 
     def _facts_beside(self, key: Path) -> Dataset:
         """The facts the child of :meth:`facts_and_stages` read (waiting for it), or its error raised."""
-        ok, dataset, hits, misses = self._beside.result(key)
-        self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
-        if not ok:
-            raise dataset
-        self._facts[key] = dataset
-        return dataset
+        self._facts[key] = self._collected(self._beside.result(key))
+        return self._facts[key]
 
     def _counted(self, read: Callable[[], T]) -> tuple[bool, T | Exception, int, int]:
         """In a forked child: (True, ``read()``) or (False, its error), with the store's hits and misses
@@ -177,6 +170,15 @@ class InputCache:
         except Exception as exc:  # noqa: BLE001 - raised in the parent, where it collects the value
             ok, value = False, exc
         return ok, value, self.store.hits - hits, self.store.misses - misses
+
+    def _collected(self, outcome: tuple[bool, T | Exception, int, int]) -> T:
+        """Here, what :meth:`_counted` gave in a child: its hits and misses added to the store's, its
+        value returned or its error raised."""
+        ok, value, hits, misses = outcome
+        self.store.hits, self.store.misses = self.store.hits + hits, self.store.misses + misses
+        if not ok:
+            raise value
+        return value
 
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
