@@ -11,7 +11,7 @@ from pathlib import Path
 
 from capture import commands as cmd
 from capture.manifest import PhaseFailed, create_run_dir
-from capture.run import GRAPH_OVERHEAD_RUNS, OVERHEAD_RUNS, RunConfig, capture, planned_commands
+from capture.run import OVERHEAD_RUNS, RunConfig, capture, planned_commands
 from capture.sweep import apply, label, parse_grid, points, write_report
 from capture.tools import CaptureError
 from capture.workloads import PRESETS, WorkloadError, check_name, resolve
@@ -47,7 +47,7 @@ def _capture_arguments(p: argparse.ArgumentParser) -> None:
                    help="profile one launch per launch configuration in every stage, not one per (kernel, stage)")
     p.add_argument("--overhead-runs", type=int,
                    help=f"iterations timed with and without module ranges during the nsys pass (0: none; default "
-                        f"{OVERHEAD_RUNS}, with --cuda-graph {GRAPH_OVERHEAD_RUNS})")
+                        f"{OVERHEAD_RUNS})")
     p.add_argument("--clock-control", default="none", choices=["none", "base"], help="ncu clock control")
     p.add_argument("--dry-run", action="store_true", help="print the exact commands and exit")
     workload_params.add_arguments(p)
@@ -61,8 +61,7 @@ def _config(args: argparse.Namespace, run_dir: Path, params: workload_params.Par
         ncu_sections=tuple(args.ncu_sections or cmd.DEFAULT_SECTIONS),
         ncu_metrics=tuple(dict.fromkeys([*cmd.REPORT_METRICS, *(m for m in (args.ncu_metrics or "").split(",") if m)])),
         all_launch_configs=args.all_launch_configs,
-        overhead_runs=args.overhead_runs if args.overhead_runs is not None
-        else GRAPH_OVERHEAD_RUNS if params.cuda_graph else OVERHEAD_RUNS,
+        overhead_runs=OVERHEAD_RUNS if args.overhead_runs is None else args.overhead_runs,
         clock_control=args.clock_control,
     )
 

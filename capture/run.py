@@ -33,12 +33,14 @@ from generator.run_layout import NCU_PASSES
 
 Progress = Callable[[str], None]
 
-#: Overhead runs of the nsys pass (timed pairs with and without module ranges). With CUDA graphs
-#: (``--cuda-graph``) 3: under nsys 2025.3's ``--cuda-graph-trace=node`` the llm-decode preset's
-#: graph replays fail ("unspecified launch failure") once the process has made 15 iterations of
-#: 32 replays each (6 runs), not with 9 (3 runs), nor with 6 runs untraced or traced per graph.
-OVERHEAD_RUNS = 6
-GRAPH_OVERHEAD_RUNS = 3
+#: Overhead runs of the nsys pass (timed pairs with and without module ranges, after one iteration
+#: that counts the module calls). Each traced iteration costs the pass about 1.5 s all in, half of it
+#: after the worker ends (nsys collecting and writing its events; the export and the stats grow with
+#: them too): the ocr-vlm nsys pass took 41.7 and 39.2 s with 6 runs against 21.6 s with none (H100).
+#: 3 pairs still give a median beside a spread. More also fail CUDA graphs: under nsys 2025.3's
+#: ``--cuda-graph-trace=node`` the llm-decode preset's graph replays fail ("unspecified launch
+#: failure") once the process has made 15 iterations of 32 replays each (6 runs), not with 9 (3 runs).
+OVERHEAD_RUNS = 3
 
 
 @dataclass(frozen=True)
