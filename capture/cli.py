@@ -13,6 +13,7 @@ from capture import commands as cmd
 from capture.manifest import PhaseFailed, create_run_dir
 from capture.run import OVERHEAD_RUNS, RunConfig, capture, planned_commands
 from capture.sweep import apply, label, parse_grid, points, write_report
+from capture.targets import ncu_params_note
 from capture.tools import CaptureError
 from capture.workloads import PRESETS, WorkloadError, check_name, resolve
 from capture.workloads import params as workload_params
@@ -72,6 +73,9 @@ def _dry_run(cfg: RunConfig) -> None:
     print(f"# run directory: {cfg.run_dir}")
     for step, argv, stdout in planned_commands(cfg, nsys, ncu):
         print(f"# {step}")
+        note = ncu_params_note(cfg.params) if "--profile-plan" in argv else None
+        if note:
+            print(f"# {note}")
         print(shlex.join(argv) + (f" > {shlex.quote(str(stdout))}" if stdout else ""))
 
 

@@ -10,12 +10,13 @@ then true of that stage.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from pathlib import Path
 
 import pandas as pd
 
 from capture.topn import TopN
-from capture.workloads.params import Params
+from capture.workloads.params import Params, to_argv
 from capture.workloads.windows import Plan
 from generator.readers.base import plain_file
 from generator.readers.nsys_sqlite import representative_launches
@@ -71,6 +72,16 @@ def ncu_params(params: Params, plan: Plan) -> Params:
     if not plan.operators_only:
         return params
     return dataclasses.replace(params, warmup=params.warmup - 1, module_depth=0)
+
+
+def ncu_params_note(params: Params) -> str | None:
+    """What ``--dry-run`` says of the ncu worker's parameters, which only the plan decides (None:
+    with one warm-up iteration nothing is marked, so no window is an operator call)."""
+    if params.warmup < 2:
+        return None
+    fewer = to_argv(ncu_params(params, Plan(operators={1})))
+    return ("if every profile window is an operator call (known after the nsys pass), the worker runs with "
+            f"{shlex.join(fewer)}")
 
 
 def describe(table: pd.DataFrame) -> list[dict]:

@@ -141,11 +141,20 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     assert ncu[ncu.index("--nvtx-include") + 1] == "kr.profile@target/"  # the profile windows
     assert ncu[ncu.index("--set") + 1] == "full"
     assert ncu[-2:] == ["--profile-plan", str(tmp_path / "g/logs/ncu_plan.json")]
+    # the worker's own flags are the nsys run's; capture.targets.ncu_params may change them once the plan is known
+    note = lines[lines.index("# ncu profile") + 1]
+    assert note == ("# if every profile window is an operator call (known after the nsys pass), the worker runs "
+                    "with --m 1024 --warmup 1 --module-depth 0")
     every = cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
                       "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--all-launch-configs"])
     assert every == 0
-    ncu = next(shlex.split(line) for line in capsys.readouterr().out.splitlines() if line.startswith("/opt/ncu") and " -o " in line)
+    every_lines = capsys.readouterr().out.splitlines()
+    ncu = next(shlex.split(line) for line in every_lines if line.startswith("/opt/ncu") and " -o " in line)
     assert ncu[ncu.index("--nvtx-include") + 1] == "gemm/" and "--profile-plan" not in ncu
+    assert not any("operator call" in line for line in every_lines)  # no windows: the flags are the nsys run's
+    assert cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
+                     "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--warmup", "1"]) == 0
+    assert not any("operator call" in line for line in capsys.readouterr().out.splitlines())  # nothing is marked
     assert lines[-3] == (f"/opt/ncu --import {tmp_path}/g/ncu/report.ncu-rep --csv --page raw --print-units base "
                          f"> {tmp_path}/g/ncu/raw.csv")
     assert not (tmp_path / "g").exists()  # a dry run writes nothing
