@@ -121,14 +121,19 @@ def environment(python: str) -> dict:
     return json.loads(out.stdout)
 
 
-def check(cfg: RunConfig) -> tuple[str, str | None, dict]:
-    """Tools and GPU, before anything is written: (nsys, ncu or None, environment)."""
+def check(cfg: RunConfig) -> tuple[str, str | None, dict, dict]:
+    """Tools, their versions and the GPU, before anything is written: (nsys, ncu or None,
+    environment, the manifest's tools). The tools' ``--version`` run beside the environment probe."""
     nsys = find_tool("nsys", cfg.nsys)
     ncu = None if cfg.skip_ncu else find_tool("ncu", cfg.ncu)
-    env = environment(cfg.python)
+    with ThreadPoolExecutor(2) as pool:
+        versions = {name: pool.submit(tool_version, path) for name, path in (("nsys", nsys), ("ncu", ncu)) if path}
+        env = environment(cfg.python)
+        tools = {"nsys": {"path": nsys, "version": versions["nsys"].result()},
+                 "ncu": {"path": ncu, "version": versions["ncu"].result()} if ncu else None}
     if cfg.params.device.startswith("cuda") and not env["gpus"]:
         raise CaptureError("no CUDA GPU visible to torch (use a GPU machine, or --device cpu for a dry run)")
-    return nsys, ncu, env
+    return nsys, ncu, env, tools
 
 
 def _tool(label: str, argv: list[str], lay: cmd.RunLayout, stdout_to: Path | None = None) -> None:
@@ -283,7 +288,7 @@ def _ncu_pass(cfg: RunConfig, ncu: str, stages: list[str], includes: list[str], 
 
 def capture(cfg: RunConfig, progress: Progress = print) -> Manifest:
     """Run the whole capture into ``cfg.run_dir`` (created here; never an existing one)."""
-    nsys, ncu, env = check(cfg)
+    nsys, ncu, env, tools = check(cfg)
     lay = cfg.layout
     create_run_dir(lay.root)
     lay.logs.mkdir()
@@ -295,8 +300,7 @@ def capture(cfg: RunConfig, progress: Progress = print) -> Manifest:
         argv=sys.argv,
         top_n_requested=cfg.top_n,
         environment=env,
-        tools={"nsys": {"path": nsys, "version": tool_version(nsys)},
-               "ncu": {"path": ncu, "version": tool_version(ncu)} if ncu else None},
+        tools=tools,
     )
     try:
         _capture(cfg, nsys, ncu, man, progress)
