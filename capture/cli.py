@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if getattr(args, "workload", None):  # a bad name fails here, before any tool runs
-            check_name(args.workload) if args.dry_run else resolve(args.workload)
+            check_name(args.workload)
+            if args.func is cmd_sweep and not args.dry_run:  # before the sweep's folder is made; a run's
+                resolve(args.workload)  # capture imports it beside the environment probe (run.check)
         return args.func(args)
     except (CaptureError, WorkloadError) as exc:
         print(f"capture: {exc}", file=sys.stderr)

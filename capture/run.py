@@ -25,7 +25,7 @@ from capture.manifest import Manifest, PhaseFailed, create_run_dir
 from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
 from capture.tools import CaptureError, ToolResult, find_tool, run_logged, tool_version
 from capture.topn import TopN, mangled_names, select, stage_summaries
-from capture.workloads import declared_stages
+from capture.workloads import declared_stages, resolve
 from capture.workloads.params import Params
 from capture.workloads.windows import NCU_INCLUDE, Plan
 from generator.readers.nsys_sqlite import graph_summary
@@ -122,13 +122,16 @@ def environment(python: str) -> dict:
 
 
 def check(cfg: RunConfig) -> tuple[str, str | None, dict, dict]:
-    """Tools, their versions and the GPU, before anything is written: (nsys, ncu or None,
-    environment, the manifest's tools). The tools' ``--version`` run beside the environment probe."""
+    """Tools, their versions, the workload and the GPU, before anything is written: (nsys, ncu or
+    None, environment, the manifest's tools). The environment probe and the tools' ``--version``
+    run beside the import of the workload's module (on this thread: a module may set signal handlers)."""
     nsys = find_tool("nsys", cfg.nsys)
     ncu = None if cfg.skip_ncu else find_tool("ncu", cfg.ncu)
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(3) as pool:
+        probe = pool.submit(environment, cfg.python)
         versions = {name: pool.submit(tool_version, path) for name, path in (("nsys", nsys), ("ncu", ncu)) if path}
-        env = environment(cfg.python)
+        resolve(cfg.workload)
+        env = probe.result()
         tools = {"nsys": {"path": nsys, "version": versions["nsys"].result()},
                  "ncu": {"path": ncu, "version": versions["ncu"].result()} if ncu else None}
     if cfg.params.device.startswith("cuda") and not env["gpus"]:

@@ -175,6 +175,22 @@ def test_unknown_workload_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "unknown workload 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_workload_that_does_not_import_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          command: str) -> None:
+    """A run imports the workload's module beside the environment probe, a sweep before it makes its
+    folder; either way nothing is written."""
+    fake = tmp_path / "tool"
+    fake.write_text("#!/bin/sh\necho 'Fake version 1.0'\n")
+    fake.chmod(0o755)
+    grid = ["--grid", "m=64,128"] if command == "sweep" else []
+    assert cli.main([command, "--workload", "no_such_module_kr:build", "--out", str(tmp_path / "out"), "--name", "w",
+                     "--nsys", str(fake), "--ncu", str(fake), "--device", "cpu", *grid]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["capture: cannot import workload module 'no_such_module_kr': No module named 'no_such_module_kr'"]
+    assert not (tmp_path / "out").exists()
+
+
 def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     for sub in (["--help"], ["run", "--help"], ["sweep", "--help"], ["list-workloads", "--help"]):
         with pytest.raises(SystemExit) as exc:
