@@ -302,3 +302,21 @@ def test_h100_captures_back_to_back_three_and_six_overhead_runs() -> None:
         assert set(man["module_overhead"]["stages"]) == {"sam", "clip", "projector", "prefill", "decode"}
     seconds = {name: [p[name]["seconds"] for p in phases] for name in ("nsys_profile", "nsys_export", "nsys_stats")}
     assert seconds == {"nsys_profile": [34.177, 41.9], "nsys_export": [2.632, 4.942], "nsys_stats": [3.438, 5.034]}
+
+
+def test_h100_captures_back_to_back_landed_96c7eb3_and_f261419() -> None:
+    """The README's command on one H100, back to back: the code landed at 96c7eb3 and f261419 (3
+    overhead runs; the workload's import, the environment probe and the tools' versions side by
+    side). The whole capture took 249.98 s and 219.85 s by the device job's clock."""
+    data = ROOT / "tests" / "data" / "capture-h100-ab"
+    landed, new = (json.loads(lzma.decompress((data / f"session-{n}.manifest.json.xz").read_bytes()))
+                   for n in ("landed", "new"))
+    phases = [{p["name"]: p for p in man["phases"]} for man in (landed, new)]
+    assert phases[0]["ncu_export"]["end"] < new["created"]  # one after the other
+    for man in (landed, new):
+        assert man["status"] == "ok" and man["environment"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+        assert man["coverage"]["stage_pairs"] == man["coverage"]["stage_pairs_profiled"] == 79
+        assert man["coverage"]["profiled_launches"] == 87 and man["tools"]["ncu"]["version"].startswith("Version 2025.3.1")
+    assert [man["module_overhead"]["runs"] for man in (landed, new)] == [6, 3]
+    seconds = {name: [p[name]["seconds"] for p in phases] for name in ("nsys_profile", "nsys_export", "ncu_profile")}
+    assert seconds == {"nsys_profile": [53.918, 35.77], "nsys_export": [6.989, 4.03], "ncu_profile": [169.572, 163.373]}
