@@ -140,7 +140,11 @@ def check(cfg: RunConfig) -> tuple[str, str | None, dict, dict]:
 
 
 def _tool(label: str, argv: list[str], lay: cmd.RunLayout, stdout_to: Path | None = None) -> None:
-    result = run_logged(argv, lay.logs, label, stdout_to=stdout_to)
+    _succeeded(label, run_logged(argv, lay.logs, label, stdout_to=stdout_to))
+
+
+def _succeeded(label: str, result: ToolResult) -> None:
+    """PhaseFailed naming the call ``label``, its exit status, its last error line and its log, if it failed."""
     if result.returncode != 0:
         raise PhaseFailed(f"{label} exited {result.returncode}: {result.last_error_line()} (logs/{label}.stderr)")
 
@@ -177,9 +181,7 @@ def _collect_stats(lay: cmd.RunLayout, stages: list[str], jobs: list[tuple[str, 
                    results: list[ToolResult]) -> None:
     """Give the CSVs nsys stats wrote their run-layout names; PhaseFailed if a call failed or one is missing."""
     for (prefix, _, reports), result in zip(jobs, results):
-        if result.returncode != 0:
-            raise PhaseFailed(f"nsys_stats_{prefix} exited {result.returncode}: {result.last_error_line()} "
-                              f"(logs/nsys_stats_{prefix}.stderr)")
+        _succeeded(f"nsys_stats_{prefix}", result)
         for report in reports:  # nsys names them <prefix>_<report>[_nvtx=<stage>].csv
             target = lay.kern_sum_csv(prefix) if report == cmd.NSYS_STATS_REPORT else lay.stats / f"{report}.csv"
             written = sorted(lay.stats.glob(f"{prefix}_{report}*.csv"))
@@ -278,8 +280,7 @@ def _ncu_pass(cfg: RunConfig, ncu: str, stages: list[str], includes: list[str], 
         counter = _NcuProgress(progress, expected)
         result = run_logged(entry["commands"][0], lay.logs, name, on_line=counter)
         entry["launches_profiled"] = counter.count
-        if result.returncode != 0:
-            raise PhaseFailed(f"{name} exited {result.returncode}: {result.last_error_line()} (logs/{name}.stderr)")
+        _succeeded(name, result)
         if not lay.ncu_rep(suffix).is_file():
             raise PhaseFailed(f"ncu wrote no {lay.ncu_rep(suffix).name} (logs/{name}.stdout)")
     with man.phase(f"ncu_export{suffix}", [cmd.ncu_export_raw(ncu, lay, suffix), cmd.ncu_export_mangled(ncu, lay, suffix)]):
