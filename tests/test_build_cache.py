@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import lzma
 import math
+import re
 import sqlite3
 from pathlib import Path
 
@@ -190,3 +191,34 @@ def test_only_changed_versions_are_rendered_again(tmp_path: Path) -> None:
     assert run(None, tmp_path / "fresh-site", tmp_path / "fresh-src") == ["v1", "v2"]
     assert tree(site) == tree(tmp_path / "fresh-site") and tree(src) == tree(tmp_path / "fresh-src")
     assert tree(site) != first
+
+
+@pytest.mark.slow
+def test_report_settings_render_every_version_again(tmp_path: Path) -> None:
+    """The report's settings (here top_n) shape every version's pages: after an edit of them no
+    version is kept from the last build, and the site equals a build of the edited report without
+    any cache."""
+    steps = ProgressLog()
+    report = small_report(tmp_path / "inputs")
+    site, src = tmp_path / "site", tmp_path / "src"
+    top_page = src / "reuse" / "v2" / "docs" / "top-kernels.md"
+
+    def ranks() -> set[int]:
+        return {int(rank) for rank in re.findall(r"^\| (\d+) \| <a", top_page.read_text(encoding="utf-8"), re.M)}
+
+    def run(cache: BuildCache, out: Path = site, md: Path = src) -> list[str]:
+        steps.lines.clear()
+        build_site([report], out, md, langs=["en"], cache=cache, progress=steps)
+        return sorted(line.split("/")[1].split(":")[0] for line in steps.lines if line.endswith("rendered and built"))
+
+    store = BuildCache(tmp_path / "cache")
+    assert run(store) == ["v1", "v2"]
+    first = tree(site)
+    assert max(ranks()) > 3
+    assert "top_n: 3" not in report.read_text(encoding="utf-8")
+    report.write_text(report.read_text(encoding="utf-8").replace("versions:", "top_n: 3\nversions:"), encoding="utf-8")
+    assert run(store) == ["v1", "v2"]
+    assert run(BuildCache(None), tmp_path / "fresh-site", tmp_path / "fresh-src") == ["v1", "v2"]
+    assert tree(site) == tree(tmp_path / "fresh-site") and tree(src) == tree(tmp_path / "fresh-src")
+    assert tree(site) != first
+    assert ranks() == {1, 2, 3}

@@ -122,8 +122,8 @@ def _build_report(job: ReportJob, meta: ReportMeta, store: BuildCache, reuse: Ve
     out, src = staged
     versions = config.versions
     keys: list[str | None] = []
-    for index, version in enumerate(versions):
-        keys.append(version_key(meta, job.path, version, index, keys[-1] if keys else None)
+    for index in range(len(versions)):
+        keys.append(version_key(meta, job.path, config, index, keys[-1] if keys else None)
                     if reuse.root is not None else None)
     trees = [(out / v.id, src / v.id) for v in versions]
     kept = [reuse.restore(key, (built[0] / v.id, built[1] / v.id), tree)

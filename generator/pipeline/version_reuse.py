@@ -1,8 +1,9 @@
 """Keeping a version's built pages when nothing it is made of changed since the last build.
 
 A version's key is a sha256 over the generator's code and templates, the versions of the libraries
-that render and build pages, the report's page metadata, the version's config, the bytes of every
-file it reads (run directories walked) and the previous version's key (its pages compare with it).
+that render and build pages, the report's page metadata and settings (top-N, classification, GPU
+peaks: everything in report.yaml but the versions), the version's config, the bytes of every file
+it reads (run directories walked) and the previous version's key (its pages compare with it).
 After a build, ``<cache>/versions/<key>.json`` records a digest of the version's site and Markdown
 trees as written; the next build with the same key copies them from the current ``--out`` and
 ``--src`` when they still have exactly that content, instead of analyzing and rendering again.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import generator
 from generator.model import ReportMeta
-from generator.pipeline.config import VersionConfig
+from generator.pipeline.config import ReportConfig
 from generator.readers.base import sha256_of
 
 FORMAT = "kernel-report-version/1"
@@ -46,11 +47,14 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def version_key(meta: ReportMeta, report_file: Path, version: VersionConfig, index: int,
+def version_key(meta: ReportMeta, report_file: Path, config: ReportConfig, index: int,
                 previous: str | None) -> str | None:
-    """The version's key, or None when one of its inputs cannot be read (the build then reports it)."""
+    """The key of ``config.versions[index]``, or None when one of its inputs cannot be read (the
+    build then reports it)."""
+    version = config.versions[index]
     digest = hashlib.sha256()
     head = [code_fingerprint(), repr(dataclasses.asdict(meta)), str(report_file.resolve()), index,
+            config.model_dump_json(exclude={"versions"}, warnings=False),
             version.model_dump_json(warnings=False), previous]
     digest.update(json.dumps(head, default=str).encode())
     files = [*version.runs, *version.inputs.paths(), *(p for point in version.sweep
