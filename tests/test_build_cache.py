@@ -5,14 +5,17 @@ import lzma
 import math
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import DATA, BuiltSite
 
+import generator
 from generator.commands.build import EXAMPLE
 from generator.pipeline.build import build_site
-from generator.pipeline.build_cache import BuildCache
+from generator.pipeline.build_cache import READING_CODE, BuildCache
 from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache, version_inputs
 
@@ -222,3 +225,22 @@ def test_report_settings_render_every_version_again(tmp_path: Path) -> None:
     assert tree(site) == tree(tmp_path / "fresh-site") and tree(src) == tree(tmp_path / "fresh-src")
     assert tree(site) != first
     assert ranks() == {1, 2, 3}
+
+
+#: Modules the reading code imports that do not decide what an input reads as (they run readers in
+#: child processes, count CPUs, name paths, or validate report.yaml), so editing them keeps entries.
+NOT_READING = {"__init__.py", "forks.py", "machine.py", "languages.py", "resources.py", "pipeline/__init__.py",
+               "pipeline/config.py", "pipeline/bounded_glob.py"}
+
+
+def test_every_module_the_readers_import_is_in_the_key() -> None:
+    """An edit of any module that shapes what an input reads as changes every entry's key: the
+    modules imported with the readers are all in READING_CODE, or named in NOT_READING."""
+    code = ("import sys, generator.pipeline.inputs, generator.readers.base as b; b.readers(); "
+            "print(' '.join(sorted(m.__file__ for n, m in sys.modules.items() if n.startswith('generator'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    root = Path(generator.__file__).parent
+    loaded = {Path(f).relative_to(root).as_posix() for f in out}
+    assert "readers/ncu_rep.py" in loaded and "text_safety.py" in loaded
+    covered = {name for name in loaded if any(name == part or name.startswith(part + "/") for part in READING_CODE)}
+    assert loaded - covered - NOT_READING == set()
