@@ -28,7 +28,7 @@ FORMAT = "kernel-report-version/1"
 KEEP_RECORDS = 256  # newest records kept (a few hundred bytes each)
 LIBRARIES = ("mkdocs", "mkdocs-material", "mkdocs-static-i18n", "jieba", "altair", "vl-convert-python", "jinja2",
              "pyyaml", "pydantic", "pandas", "numpy", "duckdb", "adbc-driver-sqlite", "ncu-report", "cpp-demangle",
-             "markdown", "pymdown-extensions")
+             "markdown", "pymdown-extensions", "backrefs", "pygments", "markupsafe", "narwhals")
 
 
 @cache
