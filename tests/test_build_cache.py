@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import vl_convert
 from conftest import DATA, BuiltSite
 
 import generator
@@ -18,6 +19,7 @@ from generator.pipeline.build import build_site
 from generator.pipeline.build_cache import READING_CODE, BuildCache
 from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache, version_inputs
+from generator.render import assets
 
 NSYS = DATA / "h200-small" / "small_vlm.nsys.sqlite.xz"
 NCU_CSV = DATA / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz"
@@ -244,3 +246,27 @@ def test_every_module_the_readers_import_is_in_the_key() -> None:
     assert "readers/ncu_rep.py" in loaded and "text_safety.py" in loaded
     covered = {name for name in loaded if any(name == part or name.startswith(part + "/") for part in READING_CODE)}
     assert loaded - covered - NOT_READING == set()
+
+
+@pytest.mark.parametrize("damage", ["cut", "edited"])
+def test_damaged_vega_bundle_is_bundled_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    """The cached vega bundle is used only while it matches its seal: a file cut short or edited
+    is reported in one line and bundled again, and every site gets vl-convert's own bundle."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    expected = vl_convert.javascript_bundle()
+    assets.vega_bundle.cache_clear()
+    assert assets.vega_bundle() == expected
+    cached = assets._cache_file()
+    sealed = cached.read_text(encoding="utf-8")
+    assert sealed.startswith(expected) and len(sealed) == len(expected) + len(assets._SEAL) + 65
+    assets.vega_bundle.cache_clear()
+    assert assets.vega_bundle() == expected and capsys.readouterr().err == ""  # from the file, silently
+    cached.write_text(sealed[: len(sealed) // 2] if damage == "cut" else sealed.replace("vega", "VEGA", 1),
+                      encoding="utf-8")
+    assets.vega_bundle.cache_clear()
+    assert assets.vega_bundle() == expected
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"build cache: {cached} does not match its seal; bundled again"]
+    assert cached.read_text(encoding="utf-8") == sealed
+    assets.vega_bundle.cache_clear()

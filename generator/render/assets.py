@@ -12,8 +12,10 @@ from disk (``file://``), classic scripts they run.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -31,28 +33,45 @@ TABLES_CSS = Path("assets") / "css" / "kr-tables.css"
 SITE_FILES = (CHARTS, TABLES_JS, TABLES_CSS)
 
 
+#: ends the cached bundle: the sha256 of what precedes it
+_SEAL = "\n// kernel-report bundle sha256 "
+
+
 def _cache_file() -> Path:
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "kernel-report" / f"vega-bundle-{vl_convert.__version__}.js"
+    return root / "kernel-report" / f"vega-bundle-{vl_convert.__version__}.sealed.js"
+
+
+def _unsealed(text: str) -> str | None:
+    """The bundle a cached file holds, None unless its seal matches it."""
+    bundle, seal, digest = text.rpartition(_SEAL)
+    return bundle if seal and hashlib.sha256(bundle.encode("utf-8")).hexdigest() == digest.strip() else None
 
 
 @cache
 def vega_bundle() -> str:
     """The bundled Vega + Vega-Lite + vega-embed source.
 
-    Bundling takes seconds, and its output depends only on the vl-convert version, so it is kept
-    in the user's cache folder (``$XDG_CACHE_HOME/kernel-report/``) and rebuilt when missing.
+    Bundling takes a second or more, and its output depends only on the vl-convert version, so it
+    is kept in the user's cache folder (``$XDG_CACHE_HOME/kernel-report/``), sealed with its
+    sha256, and bundled again when missing, or, with one line saying so, when the file does not
+    match its seal (cut short, edited, not ours).
     """
     cached = _cache_file()
     try:
-        return cached.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        bundle = _unsealed(cached.read_text(encoding="utf-8"))
+        if bundle is not None:
+            return bundle
+        print(f"build cache: {cached} does not match its seal; bundled again", file=sys.stderr)
+    except FileNotFoundError:
         pass
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"build cache: {cached} is unreadable ({type(exc).__name__}); bundled again", file=sys.stderr)
     bundle = vl_convert.javascript_bundle()
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(bundle, encoding="utf-8")
+        partial.write_text(f"{bundle}{_SEAL}{hashlib.sha256(bundle.encode('utf-8')).hexdigest()}\n", encoding="utf-8")
         os.replace(partial, cached)
     except OSError:
         pass  # no writable cache folder: bundle again next time
