@@ -4,9 +4,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import yaml
-
-from generator.resources import TEMPLATES
+from generator.resources import TEMPLATES, read_yaml
 
 FAMILIES_PATH = TEMPLATES / "kernel_families.yaml"
 
@@ -14,8 +12,7 @@ FAMILIES_PATH = TEMPLATES / "kernel_families.yaml"
 @cache
 def families() -> dict[str, Any]:
     """generator/templates/kernel_families.yaml, loaded once."""
-    with open(FAMILIES_PATH, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+    return read_yaml(FAMILIES_PATH)
 
 
 def fragment(key: str, **values: Any) -> str:

@@ -19,6 +19,7 @@ from generator.analyses.recognizers import DTYPE_CODES, Match, recognize
 from generator.analyses.registry import Analysis
 from generator.languages import LANGS
 from generator.model import ALL_STAGES, VersionInputs
+from generator.resources import SAFE_LOADER
 
 CATEGORIES = (
     "gemv", "gemm", "attention", "elementwise", "reduce", "norm", "softmax", "copy", "cat",
@@ -159,9 +160,8 @@ def shown_kernels_yaml(names: dict[str, KernelName], top_kernels: dict[str, pd.D
 
 
 def kernel_names(kernels_yaml: str) -> list[dict[str, Any]]:
-    """The kernels.yaml entries as data (the pages' and the comparison's name lookup); libyaml's
-    loader where PyYAML has it (the same data, a tenth of the time)."""
-    return yaml.load(kernels_yaml, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    """The kernels.yaml entries as data (the pages' and the comparison's name lookup)."""
+    return yaml.load(kernels_yaml, Loader=SAFE_LOADER)
 
 
 ANALYSES = [Analysis("names", version_names), Analysis("kernels_yaml", shown_kernels_yaml),

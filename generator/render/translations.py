@@ -7,23 +7,21 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-import yaml
-
 from generator.languages import LANGS
-from generator.resources import TEMPLATES
+from generator.resources import TEMPLATES, read_yaml
 
 GLOSSARY_FILE = "glossary.yaml"
 
 
 @cache
 def _words(lang: str) -> dict[str, Any]:
-    return yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))
+    return read_yaml(TEMPLATES / "i18n" / f"{lang}.yaml")
 
 
 @cache
 def glossary() -> dict[str, dict[str, dict[str, Any]]]:
     """generator/templates/glossary.yaml: section → key → {en, zh, avoid?}."""
-    return yaml.safe_load((TEMPLATES / GLOSSARY_FILE).read_text(encoding="utf-8"))
+    return read_yaml(TEMPLATES / GLOSSARY_FILE)
 
 
 def load_words() -> None:
