@@ -42,10 +42,15 @@ def _cache_file() -> Path:
     return root / "kernel-report" / f"vega-bundle-{vl_convert.__version__}.sealed.js"
 
 
+def _sealed(bundle: str) -> str:
+    """What the cache file holds for ``bundle``: the bundle, then its seal."""
+    return f"{bundle}{_SEAL}{hashlib.sha256(bundle.encode('utf-8')).hexdigest()}\n"
+
+
 def _unsealed(text: str) -> str | None:
     """The bundle a cached file holds, None unless its seal matches it."""
-    bundle, seal, digest = text.rpartition(_SEAL)
-    return bundle if seal and hashlib.sha256(bundle.encode("utf-8")).hexdigest() == digest.strip() else None
+    bundle = text.rpartition(_SEAL)[0]
+    return bundle if _sealed(bundle) == text else None
 
 
 @cache
@@ -71,7 +76,7 @@ def vega_bundle() -> str:
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(f"{bundle}{_SEAL}{hashlib.sha256(bundle.encode('utf-8')).hexdigest()}\n", encoding="utf-8")
+        partial.write_text(_sealed(bundle), encoding="utf-8")
         os.replace(partial, cached)
     except OSError:
         pass  # no writable cache folder: bundle again next time
