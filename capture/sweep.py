@@ -11,7 +11,7 @@ import yaml
 from capture.tools import CaptureError
 from capture.workloads.params import Params
 from generator.languages import LANGS
-from generator.resources import TEMPLATES
+from generator.resources import TEMPLATES, read_yaml
 
 _TYPES = {f.name: f.type for f in fields(Params)}
 
@@ -72,8 +72,7 @@ def report_yaml(workload: str, grid: dict[str, list], runs: list[tuple[dict, str
 
 def _title_words(lang: str) -> str:
     """The sweep report's title in ``lang`` (``sweep.report_title`` of generator/templates/i18n/<lang>.yaml)."""
-    words = yaml.safe_load((TEMPLATES / "i18n" / f"{lang}.yaml").read_text(encoding="utf-8"))
-    return str(words["sweep"]["report_title"])
+    return str(read_yaml(TEMPLATES / "i18n" / f"{lang}.yaml")["sweep"]["report_title"])
 
 
 def write_report(sweep_dir: Path, workload: str, grid: dict[str, list], runs: list[tuple[dict, str]]) -> Path:
