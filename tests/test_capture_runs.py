@@ -333,3 +333,24 @@ def test_timed_module_overhead_can_exceed_the_direct_figure() -> None:
         assert figure["timed_pct"] - figure["direct_pct"] > 2 * figure["spread_pct"]
     assert [round(stages[s]["timed_pct"], 1) for s in ("sam", "clip", "projector")] == [15.3, 25.1, 15.9]
     assert [round(stages[s]["direct_pct"], 1) for s in ("sam", "clip", "projector")] == [0.3, 2.2, 0.8]
+
+
+def test_ncu_pass_time_is_one_replay_step_per_launch() -> None:
+    """The capture's own ncu command on an H100, its output timestamped as it came: each of the 86
+    launches spends one step of its 14 passes, always between the same two progress marks, for
+    1.0–1.7 s (112.6 s of 135.7 s), and the rest of its passes for 0.22–0.66 s (README)."""
+    trace = json.loads(lzma.decompress((ROOT / "tests/data/ncu-replay-h100/progress.json.xz").read_bytes()))
+    launches: list[list[float]] = []
+    for seconds, text in trace["events"]:
+        if text.startswith("==PROF== Profiling"):
+            launches.append([seconds])
+        elif launches and ("%" in text or text == "."):
+            launches[-1].append(seconds)
+    assert trace["rc"] == 0 and len(launches) == 86
+    steps = [[b - a for a, b in zip(marks, marks[1:])] for marks in launches]
+    assert {len(s) for s in steps} == {11} and {s.index(max(s)) for s in steps} == {3}
+    slowest = [max(s) for s in steps]
+    rest = [sum(s) - max(s) for s in steps]
+    assert min(slowest) >= 1.0 and max(slowest) <= 1.7 and min(rest) >= 0.22 and max(rest) <= 0.66
+    assert round(sum(slowest), 1) == 112.6 and round(sum(map(sum, steps)), 1) == 135.7
+    assert sum("100% - 14 passes" in text for _, text in trace["events"]) == 86
