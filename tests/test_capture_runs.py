@@ -338,7 +338,7 @@ def test_timed_module_overhead_can_exceed_the_direct_figure() -> None:
 def test_ncu_pass_time_is_one_replay_step_per_launch() -> None:
     """The capture's own ncu command on an H100, its output timestamped as it came: each of the 86
     launches spends one step of its 14 passes, always between the same two progress marks, for
-    1.0–1.7 s (112.6 s of 135.7 s), and the rest of its passes for 0.22–0.66 s (README)."""
+    1.0–1.7 s (112.6 s of 135.7 s), and the rest of its passes for 0.22–0.66 s (bench/CAPTURE.md)."""
     trace = json.loads(lzma.decompress((ROOT / "tests/data/ncu-replay-h100/progress.json.xz").read_bytes()))
     launches: list[list[float]] = []
     for seconds, text in trace["events"]:
