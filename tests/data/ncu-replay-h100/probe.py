@@ -3,13 +3,14 @@
 Run under ncu by ``trace.py``; every MODE of ``states.txt``:
 
 - ``fresh``: nothing first.
-- ``model``: the ocr-vlm preset built and run once; ``freed``: then dropped and torch's cache
+- ``model``: the ocr-vlm preset built and run once (``LAYERS``: its ``--layers``); ``freed``: then dropped and torch's cache
   emptied; ``model-hostempty``: torch's pinned-memory cache emptied instead; ``model-stackreset``:
   the CUDA stack limit set back to 1 KiB instead.
 - ``imports``: transformers and the model classes imported; ``libs``: a first cuBLAS GEMM, cuDNN
   convolution and SDPA call; ``libs-many``: GEMMs, convolutions and attention of many shapes and
   dtypes; ``manyops<N>``: 40 element-wise and reduction operators in N dtypes.
-- ``sam``, ``clip``, ``llm`` (one layer each, built and run), ``sam-build``, ``llm-build`` (built only).
+- ``sam``, ``clip``, ``llm`` (``LAYERS`` layers, default 1, built and run), ``sam-build``, ``llm-build``
+  (built only). The decoder's first layer is dense (``first_k_dense_replace=1``): its MoE needs 2.
 - ``hostmem``: 6 GiB of pageable host memory; ``pinned<MiB>``: a pinned host buffer; ``patchconv``,
   ``patchconv-small``: SAM's patch-embedding convolution alone (1024 px, 64 px).
 - ``live``, ``freed-allocations``, ``cached-live``: N (default 5,000) device buffers of 1 MiB, kept,
@@ -45,7 +46,8 @@ def model() -> object:
     import capture.worker as w
     from capture.workloads import resolve
 
-    params = w.workload_params.from_namespace(w.parser().parse_args(["--workload", "ocr-vlm"]))
+    layers = ["--layers", os.environ["LAYERS"]] if os.environ.get("LAYERS") else []
+    params = w.workload_params.from_namespace(w.parser().parse_args(["--workload", "ocr-vlm", *layers]))
     iteration = resolve("ocr-vlm")(params)
     iteration()
     torch.cuda.synchronize()
@@ -67,7 +69,8 @@ def tower() -> torch.nn.Module:
     from capture.workloads import ocr_vlm
     from capture.workloads.generate import prefill_and_decode
 
-    params = w.workload_params.from_namespace(w.parser().parse_args(["--workload", "ocr-vlm", "--layers", "1"]))
+    layers = os.environ.get("LAYERS") or "1"
+    params = w.workload_params.from_namespace(w.parser().parse_args(["--workload", "ocr-vlm", "--layers", layers]))
     sam_cfg, clip_cfg, llm_cfg = ocr_vlm._configs(params)
     dt = torch.bfloat16
     with torch.inference_mode(), torch.device("cuda"):
