@@ -3,6 +3,7 @@ the run's own files, nsys' per-stage CSVs agree with our reader, and the GEMM co
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import lzma
 import sqlite3
@@ -339,13 +340,12 @@ def test_ncu_pass_time_is_one_replay_step_per_launch() -> None:
     """The capture's own ncu command on an H100, its output timestamped as it came: each of the 86
     launches spends one step of its 14 passes, always between the same two progress marks, for
     1.0–1.7 s (112.6 s of 135.7 s), and the rest of its passes for 0.22–0.66 s (bench/CAPTURE.md)."""
-    trace = json.loads(lzma.decompress((ROOT / "tests/data/ncu-replay-h100/progress.json.xz").read_bytes()))
-    launches: list[list[float]] = []
-    for seconds, text in trace["events"]:
-        if text.startswith("==PROF== Profiling"):
-            launches.append([seconds])
-        elif launches and ("%" in text or text == "."):
-            launches[-1].append(seconds)
+    data = ROOT / "tests/data/ncu-replay-h100"
+    spec = importlib.util.spec_from_file_location("ncu_replay_trace", data / "trace.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)  # the runner that printed states.txt reads the trace as it read ncu's output
+    trace = json.loads(lzma.decompress((data / "progress.json.xz").read_bytes()))
+    launches = runner.launch_marks(trace["events"])
     assert trace["rc"] == 0 and len(launches) == 86
     steps = [[b - a for a, b in zip(marks, marks[1:])] for marks in launches]
     assert {len(s) for s in steps} == {11} and {s.index(max(s)) for s in steps} == {3}

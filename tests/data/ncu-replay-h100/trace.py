@@ -38,15 +38,21 @@ def traced(argv: list[str], env: dict[str, str]) -> tuple[float, list[tuple[floa
     return time.time() - start, chunks
 
 
-def per_launch(chunks: list[tuple[float, str]]) -> list[tuple[float, float]]:
-    """(total, longest step) of each profiled launch."""
+def launch_marks(chunks: list[tuple[float, str]]) -> list[list[float]]:
+    """Per profiled launch, the seconds of its ``==PROF== Profiling`` line and of each progress mark after it."""
     launches: list[list[float]] = []
     for seconds, text in chunks:
         if text.startswith("==PROF== Profiling"):
             launches.append([seconds])
         elif launches and ("%" in text or text == "."):
             launches[-1].append(seconds)
-    return [(round(m[-1] - m[0], 2), round(max(b - a for a, b in itertools.pairwise(m)), 2)) for m in launches if len(m) > 1]
+    return launches
+
+
+def per_launch(chunks: list[tuple[float, str]]) -> list[tuple[float, float]]:
+    """(total, longest step) of each profiled launch."""
+    return [(round(m[-1] - m[0], 2), round(max(b - a for a, b in itertools.pairwise(m)), 2))
+            for m in launch_marks(chunks) if len(m) > 1]
 
 
 def main(metrics_file: str, *modes: str) -> None:
