@@ -16,6 +16,14 @@ Run under ncu by ``trace.py``; every MODE of ``states.txt``:
 - ``live``, ``freed-allocations``, ``cached-live``: N (default 5,000) device buffers of 1 MiB, kept,
   or freed, with ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` (trace.py sets it) except ``cached-live``.
 - ``launches``: 50,000 tiny launches; ``stack<KiB>``: the CUDA stack limit raised.
+- ``moeops``: the routed experts' operators alone (top-k, bincount, argsort, one-hot, grouped GEMMs).
+- ``parts``: the whole model built as the preset builds it (``LAYERS``), then only ``PARTS`` of its
+  iteration run (comma-separated: ``sam``, ``clip``, ``proj``, ``llm``; the decoder gets random
+  embeddings in place of the parts not run; empty: built only; ``NEW_TOKENS``: the decode steps,
+  default the preset's 32).
+
+Every MODE prints ``state:`` with the device memory in use (``cudaMemGetInfo``) and torch's reserved
+memory and segment count once it is set up.
 """
 import ctypes
 import gc
@@ -87,6 +95,62 @@ def tower() -> torch.nn.Module:
                 prefill_and_decode(built, torch.randn(1, 64, 1280, dtype=dt), 4)
     torch.cuda.synchronize()
     return built
+
+
+def parts() -> object:
+    """The preset's towers built as ``ocr_vlm.build`` builds them; the PARTS of its iteration run."""
+    import capture.worker as w
+    from capture.workloads import ocr_vlm
+    from capture.workloads.generate import prefill_and_decode
+
+    layers = ["--layers", os.environ["LAYERS"]] if os.environ.get("LAYERS") else []
+    params = w.workload_params.from_namespace(w.parser().parse_args(["--workload", "ocr-vlm", *layers]))
+    sam_cfg, clip_cfg, llm_cfg = ocr_vlm._configs(params)
+    dt = params.torch_dtype()
+    with torch.device("cuda"):
+        sam = ocr_vlm.SamEncoder(sam_cfg).to(dt).eval()
+        clip = ocr_vlm.CLIPVisionModel(clip_cfg).to(dt).eval()
+        projector = torch.nn.Linear(2048, llm_cfg.hidden_size).to(dt).eval()
+        llm = ocr_vlm.DeepseekV2ForCausalLM(llm_cfg).to(dt).eval()
+    gen = torch.Generator(device="cuda").manual_seed(params.seed)
+    image = torch.randn(params.batch, 3, sam_cfg.image_size, sam_cfg.image_size, device="cuda", dtype=dt, generator=gen)
+    crop = torch.randn(params.batch, 3, clip_cfg.image_size, clip_cfg.image_size, device="cuda", dtype=dt, generator=gen)
+    prompt = torch.randint(0, llm_cfg.vocab_size, (params.batch, params.prompt_len), device="cuda", generator=gen)
+    run = set(filter(None, os.environ.get("PARTS", "").split(",")))
+    with torch.inference_mode():
+        tokens = (sam_cfg.image_size // 64) ** 2
+        sam_tokens = sam(image) if "sam" in run else torch.randn(params.batch, tokens, 1024, device="cuda", dtype=dt)
+        clip_tokens = clip(pixel_values=crop).last_hidden_state[:, 1:] if "clip" in run else torch.randn_like(sam_tokens)
+        vision = projector(torch.cat([clip_tokens, sam_tokens], dim=-1)) if "proj" in run else \
+            torch.randn(params.batch, tokens, llm_cfg.hidden_size, device="cuda", dtype=dt)
+        if "llm" in run:
+            prefill_and_decode(llm, torch.cat([vision, llm.get_input_embeddings()(prompt)], dim=1),
+                               int(os.environ.get("NEW_TOKENS", params.new_tokens)))
+    torch.cuda.synchronize()
+    return sam, clip, projector, llm
+
+
+def moe_operators() -> None:
+    """The routed experts' operators alone: top-k routing, index bookkeeping and grouped GEMMs of
+    64 experts (the decoder's shapes), prefill-like (320 tokens) and decode-like (1 token)."""
+    dt, experts, hidden, inner = torch.bfloat16, 64, 1280, 896
+    grouped = getattr(F, "grouped_mm", None) or torch._grouped_mm
+    w_up = torch.randn(experts, hidden, 2 * inner, device="cuda", dtype=dt)
+    w_down = torch.randn(experts, inner, hidden, device="cuda", dtype=dt)
+    for tokens in (320, 1):
+        x = torch.randn(tokens, hidden, device="cuda", dtype=dt)
+        weights, index = torch.topk(torch.randn(tokens, experts, device="cuda").softmax(-1), 6, dim=-1, sorted=False)
+        flat = index.flatten()
+        order = flat.argsort()
+        counts = torch.bincount(flat, minlength=experts)
+        offs = counts.cumsum(0).to(torch.int32)
+        hit = torch.greater(torch.nn.functional.one_hot(index, experts).sum((0, 1)), 0).nonzero()
+        rows = x[order // 6]
+        up = grouped(rows, w_up, offs=offs)
+        down = grouped(F.silu(up[:, :inner]) * up[:, inner:], w_down, offs=offs)
+        out = torch.zeros_like(x).index_add_(0, order // 6, down * weights.flatten()[order, None].to(dt))
+        del hit, out
+    torch.cuda.synchronize()
 
 
 def libraries() -> None:
@@ -166,6 +230,10 @@ def setup() -> object:
     if MODE.startswith("stack"):
         torch.zeros(1, device="cuda")
         return cudart().cudaDeviceSetLimit(0, ctypes.c_size_t(int(MODE[len("stack"):]) * 1024))
+    if MODE == "parts":
+        return parts()
+    if MODE == "moeops":
+        return moe_operators()
     if MODE == "fresh":
         return None
     raise SystemExit(f"unknown MODE {MODE}")
@@ -174,6 +242,9 @@ def setup() -> object:
 held = setup()
 x = torch.randn(1 << 20, device="cuda")
 torch.cuda.synchronize()
+free, total = torch.cuda.mem_get_info()
+print(f"state: used GiB {(total - free) / 2**30:.2f} reserved GiB {torch.cuda.memory_reserved() / 2**30:.2f}"
+      f" segments {torch.cuda.memory_stats().get('segment.all.current', 0)}", flush=True)
 torch.cuda.nvtx.range_push("probe")
 for probe in (lambda: x + 1, lambda: x * 2, lambda: x.exp(), lambda: x.sum(), lambda: x.tanh()):
     probe()

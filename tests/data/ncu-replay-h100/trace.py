@@ -64,7 +64,7 @@ def main(metrics_file: str, *modes: str) -> None:
         wall, chunks = traced(["ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "probe/",
                                "--section", "SpeedOfLight", "--metrics", metrics, "-f", "-o", "/tmp/probe",
                                "python3", str(HERE / "probe.py")], env)
-        printed = " ".join(" ".join(re.findall(r"reserved GiB .*", text)) for _, text in chunks).strip()
+        printed = " ".join(" ".join(re.findall(r"(?:state: )?(?:reserved|used) GiB [^\r\n]*", text)) for _, text in chunks).strip()
         print(f"{mode}: wall {wall:.1f} s; per launch (total, largest gap): {per_launch(chunks)}; {printed}", flush=True)
 
 
