@@ -20,7 +20,7 @@ from capture.workloads.params import Params, to_argv
 from capture.workloads.windows import Plan
 from generator.readers.base import plain_file
 from generator.readers.nsys_sqlite import representative_launches
-from generator.run_layout import MODULE_NVTX_DOMAIN, OPS_NVTX_DOMAIN
+from generator.run_layout import FIRST_OP_RANGE, MODULE_NVTX_DOMAIN, OPS_NVTX_DOMAIN
 
 
 def targets(sqlite: Path, top: TopN) -> pd.DataFrame:
@@ -42,6 +42,7 @@ def windows_plan(table: pd.DataFrame) -> Plan:
     for row in table.itertuples(index=False):
         if pd.notna(row.operator):
             result.operators.add(int(row.operator))
+            result.first = row.marked == FIRST_OP_RANGE
         elif isinstance(row.module, str):
             result.modules.setdefault(row.module, set()).add(int(row.occurrence))
         else:
@@ -59,29 +60,37 @@ def launch_count(table: pd.DataFrame, plan: Plan) -> int:
 
 
 def ncu_params(params: Params, plan: Plan) -> Params:
-    """The ncu run's workload parameters for ``plan``: when every window is an operator call, one
-    warm-up iteration fewer and no module ranges; otherwise the nsys run's.
+    """The ncu run's workload parameters for ``plan``: when every window is an operator call, no
+    module ranges and no warm-up where the nsys run's first iteration numbered the calls (``first``),
+    else one warm-up iteration fewer; otherwise the nsys run's.
 
-    Operator windows exist only where the nsys run's last warm-up iteration launched exactly as its
-    measured one did, so the ncu run's iteration of that number launches alike, and under ncu every
-    iteration costs seconds; and no operator window needs a module range, while ncu's NVTX tracking
-    of them costs seconds per iteration (5,746 calls an iteration of ocr-vlm). A module window
-    counts its module's calls from the process's start, warm-ups included, and a gap window counts
-    module calls, so a plan with either keeps both.
+    Operator windows exist only where a marked iteration of the nsys run (its first, else its last
+    warm-up) launched exactly as its measured one did, so the ncu run's iteration of that number
+    launches alike, and under ncu every iteration costs seconds. Measuring the first iteration costs
+    less again: ncu's replay of a launch slows with the code the process has loaded (a runtime-compiled
+    cuDNN attention kernel per decode step of ocr-vlm: 0.5-0.7 s a launch after one step, 1.1-1.4 s after
+    32; tests/data/ncu-replay-h100), and only the first iteration profiles a launch before the steps
+    after it load theirs. No operator window needs a module range, while ncu's NVTX tracking of them
+    costs seconds per iteration (5,746 calls an iteration of ocr-vlm). A module window counts its
+    module's calls from the process's start, warm-ups included, and a gap window counts module calls,
+    so a plan with either keeps both.
     """
     if not plan.operators_only:
         return params
-    return dataclasses.replace(params, warmup=params.warmup - 1, module_depth=0)
+    return dataclasses.replace(params, warmup=0 if plan.first else params.warmup - 1, module_depth=0)
 
 
 def ncu_params_note(params: Params) -> str | None:
     """What ``--dry-run`` says of the ncu worker's parameters, which only the plan decides (None:
-    with one warm-up iteration nothing is marked, so no window is an operator call)."""
-    if params.warmup < 2:
+    without a warm-up iteration nothing is marked, so no window is an operator call)."""
+    if params.warmup < 1:
         return None
-    fewer = to_argv(ncu_params(params, Plan(operators={1})))
-    return ("if every profile window is an operator call (known after the nsys pass), the worker runs with "
-            f"{shlex.join(fewer)}")
+    first = shlex.join(to_argv(ncu_params(params, Plan(operators={1}, first=True))))
+    note = ("if every profile window is an operator call (known after the nsys pass), the worker runs with "
+            f"{first} where the first iteration launched as the measured one")
+    if params.warmup > 1:
+        note += f", else with {shlex.join(to_argv(ncu_params(params, Plan(operators={1}))))}"
+    return note
 
 
 def describe(table: pd.DataFrame) -> list[dict]:

@@ -6,8 +6,9 @@ iteration with its stage ranges. ``--overhead-runs N`` then states what the modu
 (:mod:`capture.workloads.overhead`; stage ranges silenced, inside the NVTX range ``module_overhead``).
 ``--stages-out FILE`` writes, as JSON, the stages the measured iteration entered (in order), the
 module ranges installed and the overhead figures. ``--mark-operators`` (the nsys run) marks each
-operator call of the last warm-up iteration (unless it is the only one: the first iteration captures
-CUDA graphs, tunes and loads code once) and the measured iteration (:mod:`capture.workloads.ops`).
+operator call of the first iteration and of the last warm-up iteration (the first captures CUDA
+graphs, tunes and loads code once: it may launch otherwise) and the measured iteration
+(:mod:`capture.workloads.ops`).
 ``--profile-plan FILE`` (the ncu run) opens the profile windows of :mod:`capture.workloads.windows`.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stages-out", type=Path, help="write the measured stages, module ranges and overhead (JSON) here")
     p.add_argument("--overhead-runs", type=int, default=0, help="iterations timed with and without module ranges")
     p.add_argument("--mark-operators", action="store_true",
-                   help="mark each operator call of the last warm-up iteration, and the measured iteration (NVTX)")
+                   help="mark each operator call of the first and the last warm-up iteration, and the measured iteration (NVTX)")
     p.add_argument("--profile-plan", type=Path, help="open the ncu profile windows this plan (JSON) names")
     workload_params.add_arguments(p)
     return p
@@ -52,8 +53,8 @@ def module_depth(workload: str, params: workload_params.Params) -> int:
 
 def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, plan: Plan | None = None,
         marks: Marks | None = None) -> dict:
-    """Warm up (``marks``: the last warm-up iteration's operator calls marked), run the measured
-    iteration, optionally time the module-range overhead. Returns {"stages": entered in order,
+    """Warm up (``marks``: the operator calls of the first and of the last warm-up iteration marked),
+    run the measured iteration, optionally time the module-range overhead. Returns {"stages": entered in order,
     "module_ranges": …, "module_overhead": … or None, "profile_windows": windows opened or None,
     "operator_calls": calls marked or counted (None: neither)}."""
     iteration = resolve(workload)(params)
@@ -66,8 +67,10 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, p
     calls = None
     with stages.quiet(), stages.range_("warmup"):
         for left in range(params.warmup, 0, -1):
-            if marks and left == 1 < params.warmup:  # not the first: it captures graphs, tunes, loads lazily
-                with marks.operators() as marked:
+            # the first may launch as the measured one (then ncu can profile its own first); the last
+            # may where the first does not (it captures graphs, tunes, loads lazily)
+            if marks and (left == params.warmup or left == 1):
+                with marks.operators(first=left == params.warmup) as marked:
                     iteration()
                 calls = marked.calls
             else:

@@ -30,9 +30,11 @@ NSYS_STATS_REPORT = "cuda_gpu_kern_sum"
 #: operator marks. None is a stage: readers take the stage from the other domains.
 MODULE_NVTX_DOMAIN = "kr.modules"
 PROFILE_NVTX_DOMAIN = "kr.profile"
-#: The nsys run's operator marks (:mod:`capture.workloads.ops`): a range :data:`OP_RANGE` around each
-#: ATen operator call of the last warm-up iteration, and :data:`MEASURED_RANGE` around the measured one.
+#: The nsys run's operator marks (:mod:`capture.workloads.ops`): a range around each ATen operator call
+#: of the first iteration (:data:`FIRST_OP_RANGE`) and of the last warm-up iteration when it is
+#: another (:data:`OP_RANGE`), and :data:`MEASURED_RANGE` around the measured one.
 OPS_NVTX_DOMAIN = "kr.ops"
+FIRST_OP_RANGE = "op-first"
 OP_RANGE = "op"
 MEASURED_RANGE = "measured"
 CAPTURE_NVTX_DOMAINS: tuple[str, ...] = (MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN, OPS_NVTX_DOMAIN)

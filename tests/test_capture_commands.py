@@ -144,7 +144,8 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     # the worker's own flags are the nsys run's; capture.targets.ncu_params may change them once the plan is known
     note = lines[lines.index("# ncu profile") + 1]
     assert note == ("# if every profile window is an operator call (known after the nsys pass), the worker runs "
-                    "with --m 1024 --warmup 1 --module-depth 0")
+                    "with --m 1024 --warmup 0 --module-depth 0 where the first iteration launched as the measured "
+                    "one, else with --m 1024 --warmup 1 --module-depth 0")
     every = cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
                       "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--all-launch-configs"])
     assert every == 0
@@ -154,6 +155,12 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
     assert not any("operator call" in line for line in every_lines)  # no windows: the flags are the nsys run's
     assert cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
                      "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--warmup", "1"]) == 0
+    once = capsys.readouterr().out.splitlines()  # the one warm-up is the first iteration: marked
+    assert once[once.index("# ncu profile") + 1] == (
+        "# if every profile window is an operator call (known after the nsys pass), the worker runs with "
+        "--warmup 0 --module-depth 0 where the first iteration launched as the measured one")
+    assert cli.main(["run", "--workload", "gemm", "--out", str(tmp_path), "--name", "g", "--dry-run",
+                     "--nsys", "/opt/nsys", "--ncu", "/opt/ncu", "--warmup", "0"]) == 0
     assert not any("operator call" in line for line in capsys.readouterr().out.splitlines())  # nothing is marked
     assert lines[-3] == (f"/opt/ncu --import {tmp_path}/g/ncu/report.ncu-rep --csv --page raw --print-units base "
                          f"> {tmp_path}/g/ncu/raw.csv")

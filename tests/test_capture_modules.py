@@ -110,13 +110,17 @@ class Names(TorchDispatchMode):
 
 
 def test_operator_windows_open_around_the_calls_the_nsys_run_marked() -> None:
-    """The nsys run marks each operator call of its last warm-up iteration only; the ncu run numbers
-    its measured iteration's calls alike and opens a window around exactly the planned ones."""
+    """The nsys run marks each operator call of its first and of its last warm-up iteration (one
+    iteration when it warms up once); the ncu run numbers its measured iteration's calls alike and
+    opens a window around exactly the planned ones."""
     events: list[str] = []
-    marks = Marks((lambda: events.append("op"), lambda: events.append("measured"), lambda: events.append("-")))
-    calls = worker.run("llm-decode", replace(TINY, warmup=2), marks=marks)["operator_calls"]
+    marks = Marks((events.append, lambda: events.append("-")))
+    calls = worker.run("llm-decode", replace(TINY, warmup=3), marks=marks)["operator_calls"]
     assert calls > 100
-    assert events == ["op", "-"] * calls + ["measured", "-"]
+    assert events == ["op-first", "-"] * calls + ["op", "-"] * calls + ["measured", "-"]
+    events.clear()
+    assert worker.run("llm-decode", replace(TINY, warmup=1), marks=marks)["operator_calls"] == calls
+    assert events == ["op-first", "-"] * calls + ["measured", "-"]
     iteration = resolve("llm-decode")(TINY)
     with Names() as first:
         iteration()
@@ -131,9 +135,12 @@ def test_operator_windows_open_around_the_calls_the_nsys_run_marked() -> None:
     assert opened == [n for number in sorted(planned) for n in (number, -1)] and windows.opened == 3
     assert Plan.from_json(json.loads(json.dumps(windows.plan.to_json()))) == windows.plan
     # the ncu run as capture.targets.ncu_params has it with operator windows only: it measures the
-    # iteration after one warm-up, the one the nsys run marked, and installs no module range
-    ncu_run = worker.run("llm-decode", replace(TINY, warmup=1, module_depth=0), plan=Plan(operators=planned))
-    assert (ncu_run["operator_calls"], ncu_run["profile_windows"], ncu_run["module_ranges"]["modules"]) == (calls, 3, 0)
+    # iteration the nsys run marked (the first, with no warm-up; else the last warm-up's successor)
+    # and installs no module range
+    for params, plan in [(replace(TINY, warmup=0, module_depth=0), Plan(operators=planned, first=True)),
+                         (replace(TINY, warmup=1, module_depth=0), Plan(operators=planned))]:
+        ncu_run = worker.run("llm-decode", params, plan=plan)
+        assert (ncu_run["operator_calls"], ncu_run["profile_windows"], ncu_run["module_ranges"]["modules"]) == (calls, 3, 0)
 
 
 def test_stage_of_an_ncu_launch_ignores_module_and_window_ranges() -> None:

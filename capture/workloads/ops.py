@@ -1,9 +1,10 @@
 """Every ATen operator call of one iteration, numbered from 1 in the order the iteration makes them.
 
-The nsys run marks the calls of its last warm-up iteration, each inside an NVTX range
-:data:`~generator.run_layout.OP_RANGE` of :data:`~generator.run_layout.OPS_NVTX_DOMAIN`, and
-encloses its measured iteration in :data:`~generator.run_layout.MEASURED_RANGE`. Where the two
-iterations launch the same kernels in the same order (checked on the export,
+The nsys run marks the calls of its first iteration and of its last warm-up iteration (when that is
+another), each inside an NVTX range of :data:`~generator.run_layout.OPS_NVTX_DOMAIN`
+(:data:`~generator.run_layout.FIRST_OP_RANGE`, :data:`~generator.run_layout.OP_RANGE`), and
+encloses its measured iteration in :data:`~generator.run_layout.MEASURED_RANGE`. Where a marked
+iteration launched the same kernels in the same order as the measured one (checked on the export,
 generator.readers.nsys_sqlite), the call that made a measured launch is known by its number. The
 ncu run numbers the calls of its measured iteration the same way and opens a profile window around
 exactly the calls it was given (capture.workloads.windows), instead of a whole module call.
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from generator.run_layout import MEASURED_RANGE, OP_RANGE, OPS_NVTX_DOMAIN
+from generator.run_layout import FIRST_OP_RANGE, MEASURED_RANGE, OP_RANGE, OPS_NVTX_DOMAIN
 
 #: Told each call's number before it runs and after it returns (or raises).
 Hook = Callable[[int], None]
@@ -42,30 +43,32 @@ class Operators(TorchDispatchMode):
             self.after(number)
 
 
-def _domain() -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
-    """(push an operator range, push the measured range, pop) on the operator domain."""
+def _domain() -> tuple[Callable[[str], None], Callable[[], None]]:
+    """(push a range of this name, pop) on the operator domain."""
     import nvtx
 
     domain = nvtx.get_domain(OPS_NVTX_DOMAIN)
-    op, measured = (domain.get_event_attributes(message=m) for m in (OP_RANGE, MEASURED_RANGE))
-    return (lambda: domain.push_range(op)), (lambda: domain.push_range(measured)), domain.pop_range
+    attributes = {m: domain.get_event_attributes(message=m) for m in (FIRST_OP_RANGE, OP_RANGE, MEASURED_RANGE)}
+    return (lambda name: domain.push_range(attributes[name])), domain.pop_range
 
 
 class Marks:
-    """The nsys run's marks: :meth:`operators` around the last warm-up iteration, :meth:`measured`
-    around the measured one. ``backend`` (push op, push measured, pop) replaces NVTX in tests."""
+    """The nsys run's marks: :meth:`operators` around a warm-up iteration (``first``: the first,
+    else the last), :meth:`measured` around the measured one. ``backend`` (push a range by name, pop)
+    replaces NVTX in tests."""
 
-    def __init__(self, backend: tuple[Callable[[], None], Callable[[], None], Callable[[], None]] | None = None) -> None:
-        self._push_op, self._push_measured, self._pop = backend or _domain()
+    def __init__(self, backend: tuple[Callable[[str], None], Callable[[], None]] | None = None) -> None:
+        self._push, self._pop = backend or _domain()
 
     @contextmanager
-    def operators(self) -> Iterator[Operators]:
-        with Operators(lambda _: self._push_op(), lambda _: self._pop()) as mode:
+    def operators(self, *, first: bool) -> Iterator[Operators]:
+        name = FIRST_OP_RANGE if first else OP_RANGE
+        with Operators(lambda _: self._push(name), lambda _: self._pop()) as mode:
             yield mode
 
     @contextmanager
     def measured(self) -> Iterator[None]:
-        self._push_measured()
+        self._push(MEASURED_RANGE)
         try:
             yield
         finally:

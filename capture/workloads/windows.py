@@ -31,17 +31,21 @@ class Plan:
     modules: dict[str, set[int]] = field(default_factory=dict)  # module range → call numbers (1-based)
     gaps: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # stage → (instance, modules ended)
     operators: set[int] = field(default_factory=set)  # operator calls of the measured iteration (1-based)
+    #: the nsys run's first iteration launched as its measured one (it numbered the operator calls)
+    first: bool = False
 
     def to_json(self) -> dict:
         data = {"modules": {k: sorted(v) for k, v in sorted(self.modules.items())},
                 "gaps": {k: sorted(map(list, v)) for k, v in sorted(self.gaps.items())}}
-        return {**data, "operators": sorted(self.operators)} if self.operators else data
+        if self.operators:
+            data["operators"] = sorted(self.operators)
+        return {**data, "first_iteration": True} if self.first else data
 
     @classmethod
     def from_json(cls, data: dict) -> Plan:
         return cls({k: set(v) for k, v in data.get("modules", {}).items()},
                    {k: {tuple(p) for p in v} for k, v in data.get("gaps", {}).items()},
-                   set(data.get("operators", ())))
+                   set(data.get("operators", ())), bool(data.get("first_iteration", False)))
 
     @classmethod
     def load(cls, path: Path) -> Plan:

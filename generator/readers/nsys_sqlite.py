@@ -36,7 +36,7 @@ from generator.model import (
 from generator.readers.base import sha256_of
 from generator.readers.sqlite_columnar import Columnar
 from generator.readers.sqlite_file import checked_while_read
-from generator.run_layout import MEASURED_RANGE, OP_RANGE
+from generator.run_layout import FIRST_OP_RANGE, MEASURED_RANGE, OP_RANGE
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -86,6 +86,7 @@ REPRESENTATIVE_COLUMNS: list[str] = [
     "modules_ended",  # without a module: module ranges that ended in the stage instance before the call
     "graph_node",  # graph node id when the launch is a CUDA graph replay's kernel
     "operator",  # number of the operator call that made it in the measured iteration (None: not known)
+    "marked",  # the marked iteration that numbers the operator calls (run_layout.FIRST_OP_RANGE or OP_RANGE)
 ]
 
 #: Per (stage, device) GPU timeline figures of :func:`stage_timeline` (ns; counts as int).
@@ -507,18 +508,20 @@ def _module_ranges(cap: _Capture, domain: str) -> Iterator[None]:
         cap.conn.execute("DROP TABLE IF EXISTS temp.module_ranges")
 
 
-def _marks_agree(cap: _Capture, domain: str) -> bool:
-    """Whether the operator marks of ``domain`` (run_layout.OPS_NVTX_DOMAIN) hold a marked iteration
-    that launched the same kernels, alike and in the same order, as the measured one; then
-    temp.marked_seq, temp.measured_seq and temp.marked_ops hold them (:data:`q.CREATE_LAUNCH_OPS`)."""
-    cap.conn.execute(q.create_domain_ranges("op_marks"), (domain,))
+def _marks_agree(cap: _Capture, name: str) -> bool:
+    """Whether the operator ranges ``name`` of temp.op_marks (run_layout.FIRST_OP_RANGE or OP_RANGE)
+    mark an iteration that launched the same kernels, alike and in the same order, as the measured
+    one; then temp.marked_seq, temp.measured_seq and temp.marked_ops hold them
+    (:data:`q.CREATE_LAUNCH_OPS`)."""
+    for table in ("marked_ops", "marked_seq", "measured_seq"):
+        cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
     measured = cap.conn.execute("SELECT tid, start, end FROM temp.op_marks WHERE name = ? ORDER BY start",
                                 (MEASURED_RANGE,)).fetchone()
     if measured is None:
         return False
     tid = measured[0]
     first, last = cap.conn.execute("SELECT min(start), max(end) FROM temp.op_marks WHERE name = ? AND tid = ?",
-                                   (OP_RANGE, tid)).fetchone()
+                                   (name, tid)).fetchone()
     if first is None:
         return False
     cap.conn.execute(q.create_launch_sequence("marked_seq"), {"tid": tid, "start": first, "end": last})
@@ -526,20 +529,25 @@ def _marks_agree(cap: _Capture, domain: str) -> bool:
     marked, measured_n, alike = cap.conn.execute(q.SEQUENCES_AGREE).fetchone()
     if not marked == measured_n == alike:
         return False
-    cap.conn.execute(q.CREATE_MARKED_OPS, {"tid": tid, "name": OP_RANGE})
+    cap.conn.execute(q.CREATE_MARKED_OPS, {"tid": tid, "name": name})
     cap.conn.execute(q.INDEX_MARKED_OPS)
     return True
 
 
 @contextmanager
-def _launch_operators(cap: _Capture, domain: str) -> Iterator[None]:
+def _launch_operators(cap: _Capture, domain: str) -> Iterator[str | None]:
     """temp.launch_ops while inside: the operator call (number) that made each launch call of the
-    measured iteration, when the operator marks of ``domain`` agree (:func:`_marks_agree`); else empty."""
+    measured iteration, by the first marked iteration of ``domain`` (run_layout.OPS_NVTX_DOMAIN) that
+    agrees with it (:func:`_marks_agree`: the first iteration, else the last warm-up), whose range
+    name it yields; else empty, and None."""
     try:
-        agree = "NVTX_EVENTS" in cap.tables and _marks_agree(cap, domain)
-        cap.conn.execute(q.CREATE_LAUNCH_OPS if agree else "CREATE TEMP TABLE launch_ops (t, op)")
+        agreed = None
+        if "NVTX_EVENTS" in cap.tables:
+            cap.conn.execute(q.create_domain_ranges("op_marks"), (domain,))
+            agreed = next((name for name in (FIRST_OP_RANGE, OP_RANGE) if _marks_agree(cap, name)), None)
+        cap.conn.execute(q.CREATE_LAUNCH_OPS if agreed else "CREATE TEMP TABLE launch_ops (t, op)")
         cap.conn.execute("CREATE INDEX temp.launch_ops_t ON launch_ops (t)")
-        yield
+        yield agreed
     finally:
         for table in ("launch_ops", "marked_ops", "marked_seq", "measured_seq", "op_marks"):
             cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
@@ -549,11 +557,12 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
                             module_domain: str, ops_domain: str) -> pd.DataFrame:
     """For each (stage, kernel name) the launch configuration carrying most of the kernel's time in
     the stage and the first launch with it, located by the operator call that made it (operator
-    marks of ``ops_domain``, when they hold) and by the module ranges of ``module_domain``: the
+    marks of ``ops_domain``, when they hold; ``marked`` names the marked iteration that numbered it)
+    and by the module ranges of ``module_domain``: the
     innermost one open at the launch call (name and occurrence on its thread), else how many ended
     in the stage instance before the call (REPRESENTATIVE_COLUMNS)."""
     with _open(path, _LAUNCH_TABLES) as cap, cap.staged(list(dict.fromkeys(stages))), \
-            _module_ranges(cap, module_domain), _launch_operators(cap, ops_domain):
+            _module_ranges(cap, module_domain), _launch_operators(cap, ops_domain) as marked:
         cap.launches()
         cap.conn.execute("CREATE TEMP TABLE wanted_names (id INTEGER PRIMARY KEY)")
         try:
@@ -575,7 +584,7 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
                 op = cap.conn.execute(q.LAUNCH_OP, {"t": t}).fetchone() if graph_node is None else None
                 rows.append((stage, name, f"({gx}, {gy}, {gz})", f"({bx}, {by}, {bz})", smem, cfg_ns, cfg_n, ns, n,
                              configs, inst, inner[0] if inner else None, inner[1] if inner else None, ended,
-                             graph_node, op[0] if op else None))
+                             graph_node, op[0] if op else None, marked if op else None))
         finally:
             cap.conn.execute("DROP TABLE IF EXISTS temp.wanted_names")
         names_by_id = cap.strings([r[1] for r in rows])
