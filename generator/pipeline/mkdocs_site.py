@@ -24,6 +24,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.theme import Theme
 
 from generator.errors import InputError
+from generator.languages import LANGS
 from generator.render.compiled_templates import COMPILED
 
 # Material's search splits Chinese text with jieba, whose dictionary takes most of a second to load
@@ -99,10 +100,12 @@ def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:
 
 def compile_theme() -> None:
     """Compile Material's templates into the shared cache now: a worker forked afterwards builds
-    its versions without compiling them."""
+    its versions without compiling them. Of its 69 language partials only the site's are used."""
     env = Theme(name="material").get_env()
     env.bytecode_cache = COMPILED
-    for name in env.list_templates(filter_func=lambda n: n.endswith(".html")):
+    partials = tuple(f"partials/languages/{lang}.html" for lang in LANGS)
+    for name in env.list_templates(filter_func=lambda n: n.endswith(".html") and (
+            not n.startswith("partials/languages/") or n in partials)):
         try:
             env.get_template(name)
         except jinja2.TemplateAssertionError:  # needs another plugin's filters (the blog's): not ours
