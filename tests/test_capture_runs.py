@@ -201,6 +201,29 @@ def test_ncu_run_measures_its_first_iteration_where_the_nsys_run_first_launched_
     assert (ncu_params(Params(), again).warmup, ncu_params(Params(), again).module_depth) == (1, 0)
 
 
+def test_cuda_graph_capture_keeps_the_last_warm_up() -> None:
+    """The H100 capture of ``llm-decode --cuda-graph`` by the same code: its first iteration captures
+    the decode graph, so it launched otherwise than the measured one and the last warm-up numbers
+    the operator windows of the 21 eager targets; the 20 graph replays' targets are reached by the
+    decode stage's gap window, so the ncu run warms up and installs module ranges as the nsys run
+    did (its worker command carries no flag of its own). All 41 targets profiled, 3 of them by the
+    second pass."""
+    run = FIRST / "llm-decode-graph-first"
+    man = manifest(run)
+    sqlite = run / "nsys" / "report.sqlite.xz"
+    table = targets(sqlite, select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"]))
+    plan = windows_plan(table)
+    assert plan.to_json() == json.loads((run / "logs" / "ncu_plan.json").read_text())
+    assert table["marked"].value_counts().to_dict() == {"op": 21} and table["graph_node"].notna().sum() == 20
+    assert not plan.first and not plan.operators_only and plan.gaps == {"decode": {(1, 0)}}
+    assert ncu_params(Params(cuda_graph=True), plan) == Params(cuda_graph=True)
+    command = next(p for p in man["phases"] if p["name"] == "ncu_profile")["commands"][0]
+    assert command[command.index("capture.worker"):command.index("--profile-plan")] == [
+        "capture.worker", "--workload", "llm-decode", "--cuda-graph"]
+    assert man["coverage"]["stage_pairs"] == man["coverage"]["stage_pairs_profiled"] == 41
+    assert [launch["pass"] for launch in man["ncu_launches"]].count(2) == 3
+
+
 def test_h100_captures_back_to_back_last_warm_up_and_first_iteration() -> None:
     """The README's ocr-vlm capture on one H100, back to back: the landed code (its ncu run measures
     the iteration after one warm-up) and the code whose ncu run measures its first iteration, before
@@ -226,6 +249,13 @@ def test_h100_captures_back_to_back_last_warm_up_and_first_iteration() -> None:
     assert [w[w.index("--warmup"):w.index("--profile-plan")] for w in workers] == [
         ["--warmup", "1", "--module-depth", "0"], ["--warmup", "0", "--module-depth", "0"]]
     assert [p["ncu_profile"]["seconds"] for p in phases] == [159.189, 62.534]
+    # the same code on a third H100 that hour: the same ncu run, about as long
+    again = json.loads(lzma.decompress((FIRST / "ocr-vlm-new-2.manifest.json.xz").read_bytes()))
+    phase = next(p for p in again["phases"] if p["name"] == "ncu_profile")
+    worker = phase["commands"][0]
+    assert phase["seconds"] == 63.819
+    assert worker[worker.index("--warmup"):worker.index("--profile-plan")] == ["--warmup", "0", "--module-depth", "0"]
+    assert again["coverage"]["stage_pairs_profiled"] == 78 and len(again["ncu_launches"]) == 86
 
 
 def test_ncu_measures_the_first_iteration_as_it_measured_the_warm_one() -> None:
