@@ -135,26 +135,37 @@ def test_launch_count_and_ncu_run_follow_operator_windows(name: str, count: int,
     assert ncu_params(Params(), Plan({}, {"decode": {(1, 0)}}, {4})) == Params()
 
 
+def _plain_export(run: Path, folder: Path) -> Path:
+    """A decompressed copy of the run's nsys export, in ``folder``."""
+    plain = folder / "report.sqlite"
+    with lzma.open(run / "nsys" / "report.sqlite.xz") as src:
+        plain.write_bytes(src.read())
+    return plain
+
+
+def _drop_a_marked_launch(plain: Path, marks: str) -> None:
+    """Delete the 101st kernel launched inside the operator ranges named ``marks`` of an export copy."""
+    with sqlite3.connect(plain) as conn:
+        first, last = conn.execute(
+            "SELECT min(e.start), max(e.end) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId "
+            "WHERE s.value = ?", (marks,)).fetchone()
+        dropped = conn.execute(
+            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = (SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+            "WHERE r.start BETWEEN ? AND ? ORDER BY r.start LIMIT 1 OFFSET 100)", (first, last)).rowcount
+    assert dropped == 1
+
+
 def test_operator_windows_need_the_marked_iteration_to_launch_alike(tmp_path: Path) -> None:
     """A launch is placed by its operator call only while the marked warm-up launched the same kernels,
     alike and in the same order, as the measured iteration: with one launch of the marked iteration
     taken out of a copy of the export, every target falls back to its module call."""
     run = ROOT / "examples" / "runs" / "llm-decode-eager-ops"
     man = manifest(run)
-    plain = tmp_path / "report.sqlite"
-    with lzma.open(run / "nsys" / "report.sqlite.xz") as src:
-        plain.write_bytes(src.read())
+    plain = _plain_export(run, tmp_path)
     top = select(stage_summaries(plain, man["stages"]), man["top_n"]["n"])
     assert windows_plan(targets(plain, top)).to_json() == json.loads((run / "logs" / "ncu_plan.json").read_text())
-    with sqlite3.connect(plain) as conn:
-        first, last = conn.execute(
-            "SELECT min(e.start), max(e.end) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId "
-            "WHERE s.value = 'op'").fetchone()
-        dropped = conn.execute(
-            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = (SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
-            "WHERE r.start BETWEEN ? AND ? ORDER BY r.start LIMIT 1 OFFSET 100)", (first, last)).rowcount
-    assert dropped == 1
+    _drop_a_marked_launch(plain, "op")
     table = targets(plain, top)
     plan = windows_plan(table)
     assert len(table) == 42 and table["operator"].isna().all() and not plan.operators
@@ -174,9 +185,7 @@ def test_ncu_run_measures_its_first_iteration_where_the_nsys_run_first_launched_
     run = FIRST / "llm-decode-first"
     man = manifest(run)
     assert man["environment"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and man["params"]["warmup"] == 2
-    plain = tmp_path / "report.sqlite"
-    with lzma.open(run / "nsys" / "report.sqlite.xz") as src:
-        plain.write_bytes(src.read())
+    plain = _plain_export(run, tmp_path)
     top = select(stage_summaries(plain, man["stages"]), man["top_n"]["n"])
     table = targets(plain, top)
     plan = windows_plan(table)
@@ -186,15 +195,7 @@ def test_ncu_run_measures_its_first_iteration_where_the_nsys_run_first_launched_
     command = next(p for p in man["phases"] if p["name"] == "ncu_profile")["commands"][0]
     assert command[command.index("--warmup"):command.index("--profile-plan")] == ["--warmup", "0", "--module-depth", "0"]
     assert man["coverage"]["stage_pairs"] == man["coverage"]["stage_pairs_profiled"] == len(man["ncu_launches"]) == 20
-    with sqlite3.connect(plain) as conn:
-        first, last = conn.execute(
-            "SELECT min(e.start), max(e.end) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId "
-            "WHERE s.value = 'op-first'").fetchone()
-        dropped = conn.execute(
-            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = (SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
-            "WHERE r.start BETWEEN ? AND ? ORDER BY r.start LIMIT 1 OFFSET 100)", (first, last)).rowcount
-    assert dropped == 1
+    _drop_a_marked_launch(plain, "op-first")
     fallback = targets(plain, top)
     again = windows_plan(fallback)
     assert set(fallback["marked"]) == {"op"} and again.operators == plan.operators and not again.first
@@ -312,9 +313,7 @@ GROUP BY d.value
 @pytest.mark.parametrize("run", [RUNS[0], ROOT / "tests" / "data" / "gemm"], ids=lambda p: p.name)
 def test_nsys_stage_csvs_count_gpu_time_not_launches(run: Path, tmp_path: Path) -> None:
     man = manifest(run)
-    plain = tmp_path / "report.sqlite"
-    with lzma.open(run / "nsys" / "report.sqlite.xz") as src:
-        plain.write_bytes(src.read())
+    plain = _plain_export(run, tmp_path)
     db = sqlite3.connect(plain)
     launched = stage_summaries(run / "nsys" / "report.sqlite.xz", man["stages"])
     differ = 0
