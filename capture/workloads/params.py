@@ -49,7 +49,7 @@ _HELP = {
     "k": "GEMM inner dimension",
     "model": "local Hugging Face model directory (real weights) instead of random ones",
     "warmup": "warm-up iterations before the measured one (outside stage ranges); the capture marks the "
-              "operator calls of the last one when it is not the first",
+              "operator calls of the first and of the last one",
     "seed": "random seed",
     "cuda_graph": "llm-decode: static KV cache, the decode step captured once as a CUDA graph and replayed",
     "module_depth": "NVTX ranges around nn.Module forwards down to this depth of the module tree "
