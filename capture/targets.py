@@ -39,10 +39,10 @@ def targets(sqlite: Path, top: TopN) -> pd.DataFrame:
 def windows_plan(table: pd.DataFrame) -> Plan:
     """The windows that reach every target launch."""
     result = Plan()
+    result.first = bool((table["marked"] == FIRST_OP_RANGE).any())  # the iteration numbering every operator call
     for row in table.itertuples(index=False):
         if pd.notna(row.operator):
             result.operators.add(int(row.operator))
-            result.first = row.marked == FIRST_OP_RANGE
         elif isinstance(row.module, str):
             result.modules.setdefault(row.module, set()).add(int(row.occurrence))
         else:

@@ -508,24 +508,18 @@ def _module_ranges(cap: _Capture, domain: str) -> Iterator[None]:
         cap.conn.execute("DROP TABLE IF EXISTS temp.module_ranges")
 
 
-def _marks_agree(cap: _Capture, name: str) -> bool:
-    """Whether the operator ranges ``name`` of temp.op_marks (run_layout.FIRST_OP_RANGE or OP_RANGE)
-    mark an iteration that launched the same kernels, alike and in the same order, as the measured
-    one; then temp.marked_seq, temp.measured_seq and temp.marked_ops hold them
+def _marks_agree(cap: _Capture, name: str, tid: int) -> bool:
+    """Whether the operator ranges ``name`` of temp.op_marks on thread ``tid`` (run_layout.FIRST_OP_RANGE
+    or OP_RANGE) mark an iteration that launched the same kernels, alike and in the same order, as
+    the measured one (temp.measured_seq); then temp.marked_seq and temp.marked_ops hold it
     (:data:`q.CREATE_LAUNCH_OPS`)."""
-    for table in ("marked_ops", "marked_seq", "measured_seq"):
+    for table in ("marked_ops", "marked_seq"):
         cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
-    measured = cap.conn.execute("SELECT tid, start, end FROM temp.op_marks WHERE name = ? ORDER BY start",
-                                (MEASURED_RANGE,)).fetchone()
-    if measured is None:
-        return False
-    tid = measured[0]
     first, last = cap.conn.execute("SELECT min(start), max(end) FROM temp.op_marks WHERE name = ? AND tid = ?",
                                    (name, tid)).fetchone()
     if first is None:
         return False
     cap.conn.execute(q.create_launch_sequence("marked_seq"), {"tid": tid, "start": first, "end": last})
-    cap.conn.execute(q.create_launch_sequence("measured_seq"), {"tid": tid, "start": measured[1], "end": measured[2]})
     marked, measured_n, alike = cap.conn.execute(q.SEQUENCES_AGREE).fetchone()
     if not marked == measured_n == alike:
         return False
@@ -544,7 +538,12 @@ def _launch_operators(cap: _Capture, domain: str) -> Iterator[str | None]:
         agreed = None
         if "NVTX_EVENTS" in cap.tables:
             cap.conn.execute(q.create_domain_ranges("op_marks"), (domain,))
-            agreed = next((name for name in (FIRST_OP_RANGE, OP_RANGE) if _marks_agree(cap, name)), None)
+            measured = cap.conn.execute("SELECT tid, start, end FROM temp.op_marks WHERE name = ? ORDER BY start",
+                                        (MEASURED_RANGE,)).fetchone()
+            if measured is not None:
+                tid, start, end = measured
+                cap.conn.execute(q.create_launch_sequence("measured_seq"), {"tid": tid, "start": start, "end": end})
+                agreed = next((name for name in (FIRST_OP_RANGE, OP_RANGE) if _marks_agree(cap, name, tid)), None)
         cap.conn.execute(q.CREATE_LAUNCH_OPS if agreed else "CREATE TEMP TABLE launch_ops (t, op)")
         cap.conn.execute("CREATE INDEX temp.launch_ops_t ON launch_ops (t)")
         yield agreed
@@ -558,9 +557,9 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
     """For each (stage, kernel name) the launch configuration carrying most of the kernel's time in
     the stage and the first launch with it, located by the operator call that made it (operator
     marks of ``ops_domain``, when they hold; ``marked`` names the marked iteration that numbered it)
-    and by the module ranges of ``module_domain``: the
-    innermost one open at the launch call (name and occurrence on its thread), else how many ended
-    in the stage instance before the call (REPRESENTATIVE_COLUMNS)."""
+    and by the module ranges of ``module_domain``: the innermost one open at the launch call (name
+    and occurrence on its thread), else how many ended in the stage instance before the call
+    (REPRESENTATIVE_COLUMNS)."""
     with _open(path, _LAUNCH_TABLES) as cap, cap.staged(list(dict.fromkeys(stages))), \
             _module_ranges(cap, module_domain), _launch_operators(cap, ops_domain) as marked:
         cap.launches()
