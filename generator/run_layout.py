@@ -12,7 +12,8 @@
     ncu/report-retry.ncu-rep      the second pass over kernels the first one missed (when any)
     ncu/raw-retry.csv             its --page raw export
 
-A committed run may keep any file xz-compressed instead (``<name>.xz``); readers take either.
+A committed run may keep any file compressed instead (``<name>.xz`` or ``<name>.zst``); readers take
+any of them.
 """
 from __future__ import annotations
 
@@ -40,21 +41,22 @@ MEASURED_RANGE = "measured"
 CAPTURE_NVTX_DOMAINS: tuple[str, ...] = (MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN, OPS_NVTX_DOMAIN)
 #: ncu passes, in order: the first over the selected kernels, the retry over those it missed.
 NCU_PASSES: tuple[str, ...] = ("", "-retry")
-XZ = ".xz"
+#: The suffixes of a compressed copy of a file (generator.readers.inflate reads each format).
+COMPRESSED = (".xz", ".zst")
 
 
-def _with_xz(*names: str) -> tuple[str, ...]:
-    return tuple(n for name in names for n in (name, name + XZ))
+def _with_compressed(*names: str) -> tuple[str, ...]:
+    return tuple(n for name in names for n in (name, *(name + suffix for suffix in COMPRESSED)))
 
 
 #: Where the generator looks for a run's nsys export, and for each ncu pass's metrics (the report
 #: first: it carries NVTX and device attributes), as paths relative to the run directory.
-NSYS_CANDIDATES: tuple[str, ...] = _with_xz(NSYS_SQLITE)
+NSYS_CANDIDATES: tuple[str, ...] = _with_compressed(NSYS_SQLITE)
 
 
 def ncu_candidates(suffix: str = "") -> tuple[str, ...]:
     """The files that may hold the ncu pass ``suffix`` (one of NCU_PASSES), preferred first."""
-    return _with_xz(NCU_REPORT.format(suffix=suffix), NCU_RAW_CSV.format(suffix=suffix))
+    return _with_compressed(NCU_REPORT.format(suffix=suffix), NCU_RAW_CSV.format(suffix=suffix))
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from generator.commands import compare as compare_command
 from generator.errors import InputError
 from generator.pipeline.config import load_report
 from generator.readers import read
-from generator.readers.inflate import FLOOR
+from generator.readers.inflate import FLOOR, FORMATS, zstd
 from generator.readers.nsys_sqlite import capture_facts, kernel_summary
+from generator.run_layout import COMPRESSED
 
 DATA = Path(__file__).parent / "data"
 STATS = DATA / "nsys-stats-2025"
@@ -173,22 +174,40 @@ def test_sqlite_shorter_than_its_header_states_is_refused(tmp_path: Path) -> Non
         kernel_summary(path)
 
 
+@pytest.mark.parametrize("suffix", [".xz", ".zst"])
 @pytest.mark.parametrize("damage", ["truncated", "garbage after", "half a second stream"])
-def test_damaged_xz_is_refused(damage: str, tmp_path: Path) -> None:
-    raw = (STATS / "small_vlm_cuda_gpu_kern_sum.csv.xz").read_bytes()
-    data = {"truncated": raw[:-30], "garbage after": raw + b"not xz at all", "half a second stream": raw + raw[:40]}
-    path = tmp_path / "kern_sum.csv.xz"
+def test_damaged_compressed_file_is_refused(damage: str, suffix: str, tmp_path: Path) -> None:
+    plain = lzma.decompress((STATS / "small_vlm_cuda_gpu_kern_sum.csv.xz").read_bytes())
+    raw = lzma.compress(plain) if suffix == ".xz" else zstd().compress(plain)
+    data = {"truncated": raw[:-30], "garbage after": raw + b"not compressed at all", "half a second stream": raw + raw[:40]}
+    path = tmp_path / f"kern_sum.csv{suffix}"
     path.write_bytes(data[damage])
-    with pytest.raises(InputError, match=r"kern_sum\.csv\.xz: corrupt or truncated xz file"):
+    name = {".xz": "xz", ".zst": "zstd"}[suffix]
+    with pytest.raises(InputError, match=rf"kern_sum\.csv\{suffix}: corrupt or truncated {name} file"):
         read(path)
 
 
+def test_zstd_frames_and_skippable_frames_are_read(tmp_path: Path) -> None:
+    """Concatenated frames (``cat a.zst b.zst``) and the skippable frames pzstd writes read as the
+    data they hold, as ``zstd -d`` reads them."""
+    plain = lzma.decompress((STATS / "small_vlm_cuda_gpu_kern_sum.csv.xz").read_bytes())
+    half = len(plain) // 2
+    skippable = b"\x50\x2a\x4d\x18" + (4).to_bytes(4, "little") + b"kr!!"
+    path = tmp_path / "kern_sum.csv.zst"
+    path.write_bytes(skippable + zstd().compress(plain[:half]) + skippable + zstd().compress(plain[half:], level=19))
+    (tmp_path / "kern_sum.csv").write_bytes(plain)
+    read_zst, read_plain = read(path).kernel_summary, read(tmp_path / "kern_sum.csv").kernel_summary
+    assert len(read_zst) == 52 and read_zst.equals(read_plain)
+
+
 def test_decompression_bombs_are_refused(tmp_path: Path) -> None:
-    bomb = tmp_path / "bomb.sqlite.xz"
-    bomb.write_bytes(lzma.compress(b"\0" * (FLOOR + (1 << 20)), preset=1))
-    with pytest.raises(InputError, match=r"decompresses to more than \d+ bytes"):
-        read(bomb)
-    assert [p.name for p in tmp_path.iterdir()] == ["bomb.sqlite.xz"]
+    zeros = b"\0" * (FLOOR + (1 << 20))
+    (tmp_path / "bomb.sqlite.xz").write_bytes(lzma.compress(zeros, preset=1))
+    (tmp_path / "bomb.ncu-rep.zst").write_bytes(zstd().compress(zeros, level=1))
+    for bomb in sorted(tmp_path.iterdir()):
+        with pytest.raises(InputError, match=rf"{bomb.name}: decompresses to more than \d+ bytes"):
+            read(bomb)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.ncu-rep.zst", "bomb.sqlite.xz"]
     trace = tmp_path / "trace.json.gz"
     trace.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (FLOOR + 1) + b"]}", compresslevel=1))
     with pytest.raises(InputError, match=r"trace\.json\.gz: decompresses to more than"):
@@ -291,3 +310,7 @@ def test_deep_yaml_and_huge_stage_index(tmp_path: Path, capsys: pytest.CaptureFi
     sqlite = str(DATA / "h200-small" / "small_vlm.nsys.sqlite.xz")
     err = one_line(capsys, ["inspect", "--stage", "prefill/" + "9" * 30, sqlite])
     assert f"NVTX range 'prefill' has 3 instance(s), so there is no instance {'9' * 30}" in err
+
+
+def test_every_compressed_suffix_a_run_may_hold_has_a_reader() -> None:
+    assert list(FORMATS) == list(COMPRESSED)

@@ -41,6 +41,7 @@ from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompressed_copy, naming, read_from
+from generator.readers.inflate import COMPRESSED_SUFFIXES
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
     GRAPH_COLUMNS,
@@ -61,7 +62,7 @@ AHEAD_NICENESS = 5
 class InputCache:
     """Reads each file once per build: datasets by (path, stage), nsys stages by (path, stages).
 
-    ``.xz`` files are decompressed once into a temporary folder (removed on exit); provenance and
+    Compressed files (``.xz``, ``.zst``) are decompressed once into a temporary folder (removed on exit); provenance and
     errors still name the file the report gave. What ``store`` holds is not read again. Use as a
     context manager.
     """
@@ -111,7 +112,7 @@ class InputCache:
                 dataset = self._collected(self._fetched[batch].pop(key[0]))
             else:
                 dataset = self._stored_read(path, stage)
-            self._datasets[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
+            self._datasets[key] = read_from(dataset, path) if path.suffix in COMPRESSED_SUFFIXES else dataset
         return self._datasets[key]
 
     def _stored_read(self, path: Path, stage: str | None) -> Dataset:
@@ -137,7 +138,7 @@ class InputCache:
         key = path.resolve()
         if key not in self._facts:
             dataset = self.store.get(path, "capture_facts", [], lambda: self._on_plain(path, capture_facts))
-            self._facts[key] = read_from(dataset, path) if path.suffix == ".xz" else dataset
+            self._facts[key] = read_from(dataset, path) if path.suffix in COMPRESSED_SUFFIXES else dataset
         return self._facts[key]
 
     def facts_and_stages(self, path: Path, stages: tuple[str, ...]) -> tuple[Dataset, StageReading]:
@@ -183,15 +184,15 @@ class InputCache:
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
         path = path.resolve()
-        if path.suffix != ".xz":
+        if path.suffix not in COMPRESSED_SUFFIXES:
             return action(path)
         with naming(path):
             return action(self._plain_copy(path))
 
     def _plain_copy(self, path: Path) -> Path:
-        """The decompressed copy of the resolved ``.xz`` ``path``, made at the first call (a folder of its
+        """The decompressed copy of the resolved compressed ``path``, made at the first call (a folder of its
         own: a prefetching child decompresses here too); any other ``path`` itself."""
-        if path.suffix != ".xz":
+        if path.suffix not in COMPRESSED_SUFFIXES:
             return path
         if path not in self._plain:
             self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from generator.errors import InputError
 from generator.model import Dataset
-from generator.readers.inflate import decompress_xz
+from generator.readers.inflate import COMPRESSED_SUFFIXES, decompress
 from generator.readers.validate import checked
 
 
@@ -74,11 +74,11 @@ def detect(path: str | Path) -> Reader:
 def read(path: str | Path, *, stage: str | None = None) -> Dataset:
     """Read any supported file into the normalized model.
 
-    ``name.ext.xz`` is decompressed into a temporary directory first (the original is never
+    ``name.ext.xz`` and ``name.ext.zst`` are decompressed into a temporary directory first (the original is never
     touched); the Dataset's provenance still names the file the user gave.
     """
     path = Path(path)
-    if path.suffix != ".xz":
+    if path.suffix not in COMPRESSED_SUFFIXES:
         return checked(detect(path).read(path, stage=stage))
     with plain_file(path) as plain:
         dataset = checked(detect(plain).read(plain, stage=stage))
@@ -102,8 +102,8 @@ def naming(path: Path) -> Iterator[None]:
 
 @contextmanager
 def plain_file(path: Path) -> Iterator[Path]:
-    """``path`` itself, or for ``*.xz`` a temporary decompressed copy that lives for the block."""
-    if path.suffix != ".xz":
+    """``path`` itself, or for a compressed one (``*.xz``, ``*.zst``) a temporary decompressed copy that lives for the block."""
+    if path.suffix not in COMPRESSED_SUFFIXES:
         yield path
         return
     if not path.is_file():
@@ -126,9 +126,9 @@ def _stat_key(path: Path) -> tuple[str, int, int, int]:
 
 
 def decompressed_copy(path: Path, plain: Path) -> Path:
-    """``plain``, written with the content of ``path`` (.xz); its digest (:func:`sha256_of`) is the
+    """``plain``, written with the content of ``path`` (.xz or .zst); its digest (:func:`sha256_of`) is the
     one of ``path``, the file its provenance names (:func:`read_from`), not one of its own."""
-    decompress_xz(path, plain)
+    decompress(path, plain)
     _COPIES[_stat_key(plain)] = path
     return plain
 

@@ -1,25 +1,75 @@
-"""Bounded, strict decompression of the .xz and .gz inputs users bring.
+"""Bounded, strict decompression of the .xz, .zst and .gz inputs users bring.
 
 A compressed input may decompress to at most :func:`inflate_limit` bytes (real profiler files
 compress well under 100×; a bomb is refused with one line instead of filling the disk or memory).
-An .xz file must be whole xz streams and nothing else: truncated files and trailing garbage are
-refused (Python's ``lzma.open`` silently ignores the latter).
+An .xz or .zst file must be whole streams (frames) of its format and nothing else: truncated files
+and trailing garbage are refused (Python's ``lzma.open`` silently ignores the latter).
 """
 from __future__ import annotations
 
 import gzip
 import lzma
+import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from types import ModuleType
+from typing import BinaryIO, Protocol
 
 from generator.errors import InputError
+from generator.run_layout import COMPRESSED
 
 RATIO = 200
 FLOOR = 128 << 20
 CHUNK = 1 << 20
-XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+class _Decoder(Protocol):
+    eof: bool
+    needs_input: bool
+    unused_data: bytes
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class _Format:
+    """How one compressed format's streams start, are decoded and fail."""
+
+    name: str
+    starts: Callable[[bytes], bool]  # whether a block can be the start of a stream
+    decoder: Callable[[], _Decoder]  # a decoder of one stream
+    error: Callable[[], type[Exception]]  # the exception its decoder raises
+
+
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def zstd() -> ModuleType:
+    """Python's zstd module (``compression.zstd``; its backport before 3.14), imported at the first
+    .zst file: the capture imports this module on GPU hosts that need not have the backport."""
+    if sys.version_info >= (3, 14):
+        from compression import zstd as module
+    else:
+        from backports import zstd as module
+    return module
+
+
+def _zstd_start(block: bytes) -> bool:
+    """A zstd frame, or a skippable frame (magic 0x184D2A50-5F, little-endian)."""
+    return _ZSTD_MAGIC.startswith(block[:4]) or (block[0] & 0xF0 == 0x50 and b"\x2a\x4d\x18".startswith(block[1:4]))
+
+
+#: The compressed formats, by suffix (the suffix is removed from the decompressed copy's name): those a
+#: run directory may hold (:data:`generator.run_layout.COMPRESSED`).
+FORMATS: dict[str, _Format] = {
+    ".xz": _Format("xz", lambda block: _XZ_MAGIC.startswith(block[:6]),
+                   lambda: lzma.LZMADecompressor(format=lzma.FORMAT_XZ), lambda: lzma.LZMAError),
+    ".zst": _Format("zstd", _zstd_start, lambda: zstd().ZstdDecompressor(), lambda: zstd().ZstdError),
+}
+COMPRESSED_SUFFIXES = COMPRESSED
 
 
 def inflate_limit(compressed_bytes: int) -> int:
@@ -27,9 +77,11 @@ def inflate_limit(compressed_bytes: int) -> int:
     return max(FLOOR, RATIO * compressed_bytes)
 
 
-def xz_chunks(path: Path) -> Iterator[bytes]:
-    """The decompressed content of ``path`` in chunks; InputError if corrupt, truncated, followed by
-    garbage or larger than :func:`inflate_limit`."""
+def chunks(path: Path) -> Iterator[bytes]:
+    """The decompressed content of ``path`` (.xz or .zst, by suffix) in chunks; InputError if
+    corrupt, truncated, followed by garbage or larger than :func:`inflate_limit`."""
+    form = FORMATS[path.suffix]
+    corrupt = f"corrupt or truncated {form.name} file"
     limit, produced = inflate_limit(path.stat().st_size), 0
     with open(path, "rb") as fh:
         decoder, pending = None, b""
@@ -39,13 +91,13 @@ def xz_chunks(path: Path) -> Iterator[bytes]:
             if not block:
                 break
             if decoder is None:
-                block = block.lstrip(b"\0")  # stream padding between streams
-                if not block:
-                    continue
-                if not block.startswith(XZ_MAGIC[: len(block)]):
-                    raise InputError(path, "corrupt or truncated xz file (not xz data, or garbage after "
-                                           "its last stream)")
-                decoder = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+                if form.name == "xz":
+                    block = block.lstrip(b"\0")  # stream padding between streams
+                    if not block:
+                        continue
+                if not form.starts(block):
+                    raise InputError(path, f"{corrupt} (not {form.name} data, or garbage after its last stream)")
+                decoder = form.decoder()
             try:
                 data = decoder.decompress(block, max_length=CHUNK)
                 while data:
@@ -55,18 +107,18 @@ def xz_chunks(path: Path) -> Iterator[bytes]:
                                                "decompress it yourself and give the plain file")
                     yield data
                     data = b"" if decoder.needs_input or decoder.eof else decoder.decompress(b"", max_length=CHUNK)
-            except lzma.LZMAError as exc:
-                raise InputError(path, f"corrupt or truncated xz file ({exc})") from None
+            except form.error() as exc:
+                raise InputError(path, f"{corrupt} ({exc})") from None
             if decoder.eof:
                 pending, decoder = decoder.unused_data, None
     if decoder is not None:
-        raise InputError(path, "corrupt or truncated xz file (the stream does not end)")
+        raise InputError(path, f"{corrupt} (the stream does not end)")
 
 
-def decompress_xz(path: Path, dest: Path) -> None:
-    """Write the content of ``path`` (.xz) to ``dest``, bounded and strict (:func:`xz_chunks`)."""
+def decompress(path: Path, dest: Path) -> None:
+    """Write the content of ``path`` (.xz or .zst) to ``dest``, bounded and strict (:func:`chunks`)."""
     with open(dest, "wb") as out:
-        for chunk in xz_chunks(path):
+        for chunk in chunks(path):
             out.write(chunk)
 
 
