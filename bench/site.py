@@ -8,8 +8,8 @@ each build a fresh ``python -m generator build`` process with its own build cach
 
 - cold: empty cache, no earlier site;
 - warm: the same build again, nothing changed;
-- one-changed: the .xz files of v2's runs re-encoded (each decompressed and compressed again at
-  another preset: new bytes, same content), so v2's inputs are read afresh and v1's come from the
+- one-changed: the compressed files of v2's runs re-encoded (each decompressed and compressed
+  again at another level: new bytes, same content), so v2's inputs are read afresh and v1's come from the
   cache.
 
 Printed per case: the least wall time of ``--repeat`` runs, that run's CPU time (build and
@@ -65,8 +65,12 @@ print(json.dumps({"rc": rc, "seconds": seconds, "cpu": sum(u.ru_utime + u.ru_sti
 REENCODE = """
 import lzma, sys
 from pathlib import Path
+from generator.readers.inflate import zstd
+zstd = zstd()
 for path in sorted(Path(sys.argv[1]).rglob("*.xz")):
     path.write_bytes(lzma.compress(lzma.decompress(path.read_bytes()), preset=1))
+for path in sorted(Path(sys.argv[1]).rglob("*.zst")):
+    path.write_bytes(zstd.compress(zstd.decompress(path.read_bytes()), level=1))
 """
 
 
@@ -89,10 +93,10 @@ def example_copy(root: Path, work: Path) -> tuple[Path, list[Path]]:
 
 
 def reencode(folder: Path) -> None:
-    """Decompress and recompress every .xz under ``folder`` at another preset, in a child process:
+    """Decompress and recompress every .xz and .zst under ``folder`` at another level, in a child process:
     Linux carries a process's peak RSS over fork and exec, so this one must stay small for the
     builds' figures to be theirs."""
-    subprocess.run([sys.executable, "-c", REENCODE, str(folder)], check=True)
+    subprocess.run([sys.executable, "-c", REENCODE, str(folder)], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def build(root: Path, report: Path, work: Path) -> dict:

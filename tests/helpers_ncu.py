@@ -6,15 +6,15 @@ the tests' own reading of a report's per-launch names and verdict titles here.
 """
 from __future__ import annotations
 
-import lzma
 import multiprocessing
-import shutil
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
+
+from helpers_runs import content
 
 from generator.model import Dataset
 from generator.readers import read
@@ -46,11 +46,7 @@ def _launches(path: Path) -> tuple[tuple[str, str, str, str | None], ...]:
 
     with tempfile.TemporaryDirectory() as tmp:
         plain = Path(tmp) / "report.ncu-rep"
-        if path.suffix == ".xz":
-            with lzma.open(path) as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-        else:
-            shutil.copyfile(path, plain)
+        plain.write_bytes(content(path))
         context = ncu_report.load_report(str(plain))
         launches = []
         for r in range(context.num_ranges()):

@@ -7,10 +7,13 @@ import importlib.util
 import json
 import lzma
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers_runs import committed, content
 
 from capture.run import coverage, profiled_launches
 from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
@@ -55,7 +58,7 @@ def test_manifest_top_n_and_coverage_recompute(run: Path) -> None:
     man = manifest(run)
     assert man["status"] == "ok" and man["failed_phases"] == []
     assert man["environment"]["gpus"][0]["name"] == ("NVIDIA H100 80GB HBM3" if run.name == "ocr-vlm-sdpa-v2" else "NVIDIA H200")
-    sqlite = run / "nsys" / "report.sqlite.xz"
+    sqlite = committed(run, "nsys/report.sqlite")
     top = select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"])
     ours = json.loads(json.dumps(top.as_dict()))
     assert kernels(man["top_n"]["all"]) == kernels(ours["all"])
@@ -78,7 +81,7 @@ def test_stage_true_targets_and_windows_recompute(run: Path) -> None:
     """The (kernel, stage) targets, their windows and the stage of every profiled launch follow from
     the run's own files; every target has a profiled launch from its own stage."""
     man = manifest(run)
-    sqlite = run / "nsys" / "report.sqlite.xz"
+    sqlite = committed(run, "nsys/report.sqlite")
     top = select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"])
     table = targets(sqlite, top)
     assert describe(table) == man["ncu_targets"]
@@ -121,7 +124,7 @@ def test_launch_count_and_ncu_run_follow_operator_windows(name: str, count: int,
     with operator windows only it installs no module ranges; module windows keep both."""
     run = ROOT / "examples" / "runs" / name
     man = manifest(run)
-    sqlite = run / "nsys" / "report.sqlite.xz"
+    sqlite = committed(run, "nsys/report.sqlite")
     table = targets(sqlite, select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"]))
     plan = windows_plan(table)
     assert int(table.groupby(["name", "grid", "block", "shared_mem_bytes"]).size().max()) == 2
@@ -138,8 +141,7 @@ def test_launch_count_and_ncu_run_follow_operator_windows(name: str, count: int,
 def _plain_export(run: Path, folder: Path) -> Path:
     """A decompressed copy of the run's nsys export, in ``folder``."""
     plain = folder / "report.sqlite"
-    with lzma.open(run / "nsys" / "report.sqlite.xz") as src:
-        plain.write_bytes(src.read())
+    plain.write_bytes(content(committed(run, "nsys/report.sqlite")))
     return plain
 
 
@@ -211,7 +213,7 @@ def test_cuda_graph_capture_keeps_the_last_warm_up() -> None:
     second pass."""
     run = FIRST / "llm-decode-graph-first"
     man = manifest(run)
-    sqlite = run / "nsys" / "report.sqlite.xz"
+    sqlite = committed(run, "nsys/report.sqlite")
     table = targets(sqlite, select(stage_summaries(sqlite, man["stages"]), man["top_n"]["n"]))
     plan = windows_plan(table)
     assert plan.to_json() == json.loads((run / "logs" / "ncu_plan.json").read_text())
@@ -295,7 +297,7 @@ def test_capture_domains_are_no_stages_by_bare_name() -> None:
     """The operator marks (kr.ops: 29,599 ranges "op", one "measured") are stages only by their full
     ``domain:name``: a workload's own stage called "op" or "measured" is not confused with them."""
     run = ROOT / "examples" / "runs" / "llm-decode-eager-ops"
-    with plain_file(run / "nsys" / "report.sqlite.xz") as sqlite:
+    with plain_file(committed(run, "nsys/report.sqlite")) as sqlite:
         for bare in ("op", "measured"):
             with pytest.raises(InputError, match=f"NVTX range '{bare}' not found"):
                 stage_instances(sqlite, [bare])
@@ -318,7 +320,7 @@ def test_nsys_stage_csvs_count_gpu_time_not_launches(run: Path, tmp_path: Path) 
     man = manifest(run)
     plain = _plain_export(run, tmp_path)
     db = sqlite3.connect(plain)
-    launched = stage_summaries(run / "nsys" / "report.sqlite.xz", man["stages"])
+    launched = stage_summaries(committed(run, "nsys/report.sqlite"), man["stages"])
     differ = 0
     for stage in man["stages"]:
         with open(run / "nsys" / "stats" / f"{stage}_cuda_gpu_kern_sum.csv", newline="") as fh:
@@ -482,3 +484,10 @@ def test_ncu_pass_time_is_one_replay_step_per_launch() -> None:
     assert min(slowest) >= 1.0 and max(slowest) <= 1.7 and min(rest) >= 0.22 and max(rest) <= 0.66
     assert round(sum(slowest), 1) == 112.6 and round(sum(map(sum, steps)), 1) == 135.7
     assert sum("100% - 14 passes" in text for _, text in trace["events"]) == 86
+
+
+def test_capture_imports_without_the_zstd_backport() -> None:
+    """GPU hosts run the capture without the generator's dependencies: importing it reads no .zst
+    file and needs no zstd module (generator.readers.inflate imports one at the first .zst)."""
+    code = "import sys; sys.modules['backports'] = None; import capture.run, capture.targets, capture.topn, capture.cli"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

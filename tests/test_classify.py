@@ -289,7 +289,7 @@ def test_roofline_on_the_ocr_vlm_h200_run():
 
 ROOT = Path(__file__).parent.parent
 #: every committed capture that carries ncu's own verdicts: reports (rule results) and details CSVs
-VERDICT_FILES = sorted([*ROOT.glob("examples/runs/**/ncu/report.ncu-rep.xz"), *DATA.glob("**/*.ncu-rep*"),
+VERDICT_FILES = sorted([*ROOT.glob("examples/runs/**/ncu/report.ncu-rep.*"), *DATA.glob("**/*.ncu-rep*"),
                         *DATA.glob("**/*details*.csv*")])
 
 

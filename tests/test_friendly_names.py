@@ -3,13 +3,13 @@ what it does: none falls back to a generic label built from its own base name (`
 ``Elementwise: elementwise_kernel``), and names are unique within a run."""
 from __future__ import annotations
 
-import lzma
 import sqlite3
 from functools import cache
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from helpers_runs import content
 
 from generator.analyses.family_words import families
 from generator.analyses.naming import name_kernels
@@ -24,7 +24,7 @@ ALLOWED_GENERIC: dict[str, str] = {}
 def _names(export: Path, column: str = "demangledName") -> tuple[str, ...]:
     """Distinct kernel names of one export in one form (``demangledName``, or ``mangledName`` as ncu's
     ``--print-kernel-base mangled`` prints them), by plain SQL (the generator's reader is not used)."""
-    data = lzma.decompress(export.read_bytes()) if export.suffix == ".xz" else export.read_bytes()
+    data = content(export)
     con = sqlite3.connect(":memory:")
     con.deserialize(data)
     rows = con.execute(f"SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import csv
 import io
-import lzma
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from helpers_ncu import read_once, report_launches
+from helpers_runs import content
 
 from generator.analyses.join import attach_stage_time, coverage
 from generator.analyses.kernel_identity import identity
 from generator.analyses.kernel_match import candidates, match_kernels
 from generator.pipeline.inputs import InputCache, load_manifest, manifest_stages, measured_union
+from generator.run_layout import COMPRESSED
 
 ROOT = Path(__file__).parent.parent
 DATA = ROOT / "tests" / "data"
@@ -31,19 +31,15 @@ REPORTS = sorted([*DATA.rglob("*.ncu-rep*"), *RUNS.rglob("*.ncu-rep*")])
 
 
 def _plain(path: Path, tmp: Path) -> Path:
-    if path.suffix != ".xz":
+    if path.suffix not in COMPRESSED:
         return path
     out = tmp / path.stem
-    with lzma.open(path) as src, open(out, "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    out.write_bytes(content(path))
     return out
 
 
 def _csv_rows(path: Path) -> list[list[str]]:
-    if path.suffix == ".xz":
-        with lzma.open(path, "rt") as fh:
-            return list(csv.reader(io.StringIO(fh.read())))
-    return list(csv.reader(io.StringIO(path.read_text())))
+    return list(csv.reader(io.StringIO(content(path).decode())))
 
 
 @pytest.mark.parametrize("path", SQLITES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers_runs import committed, content
 
 from generator.analyses.modules import OUTSIDE, compare_modules, module_tree
 from generator.errors import InputError
@@ -35,8 +36,7 @@ def dbs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for run in ATTRIBUTED_RUNS:
         out[run] = root / f"{run}.sqlite"
-        with lzma.open(RUNS / run / "nsys" / "report.sqlite.xz") as src, open(out[run], "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        out[run].write_bytes(content(committed(RUNS / run, "nsys/report.sqlite")))
     return out
 
 

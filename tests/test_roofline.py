@@ -160,7 +160,7 @@ def test_prefill_rep_peaks_come_from_ncu():
 
 ROOT = Path(__file__).parent.parent
 #: every committed ncu capture whose device attributes state a clock (runs, tests/data)
-CAPTURES = sorted([*ROOT.glob("examples/runs/**/ncu/*.xz"), *DATA.glob("**/*.ncu-rep*"),
+CAPTURES = sorted([*ROOT.glob("examples/runs/**/ncu/*.xz"), *ROOT.glob("examples/runs/**/ncu/*.zst"), *DATA.glob("**/*.ncu-rep*"),
                    *DATA.glob("h200-small/*ncu_raw.csv.xz"), *DATA.glob("h200-small/*export_raw.csv.xz")])
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from helpers_runs import committed
 
 from generator.pipeline.config import load_report
 from generator.pipeline.inputs import InputCache, version_inputs
@@ -101,8 +102,8 @@ def test_committed_run_with_a_retry_pass(tmp_path: Path, run: str) -> None:
 
     root = ROOT / "examples" / "runs" / run
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    first = read(root / "ncu" / "report.ncu-rep.xz").kernel_metrics
-    retry = read(root / "ncu" / "report-retry.ncu-rep.xz").kernel_metrics
+    first = read(committed(root, "ncu/report.ncu-rep")).kernel_metrics
+    retry = read(committed(root, "ncu/report-retry.ncu-rep")).kernel_metrics
     report = tmp_path / "report.yaml"
     report.write_text(f"""
 id: retry

@@ -4,13 +4,13 @@ the workload parameters the workload reads; version notes render their code span
 from __future__ import annotations
 
 import json
-import lzma
 import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, BuiltSite
+from helpers_runs import committed, content
 
 from generator.workload_params import WORKER_PARAMS, WORKLOAD_PARAMS
 
@@ -20,7 +20,7 @@ RUNS = {"v1": ROOT / "examples" / "runs" / "ocr-vlm-eager-v2", "v2": ROOT / "exa
 def _export_version(run: Path, tmp_path: Path) -> str:
     """EXPORT_PRODUCT_VERSION of the run's nsys SQLite export, by plain SQL."""
     db = tmp_path / f"{run.name}.sqlite"
-    db.write_bytes(lzma.decompress((run / "nsys" / "report.sqlite.xz").read_bytes()))
+    db.write_bytes(content(committed(run, "nsys/report.sqlite")))
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
         return con.execute("SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'").fetchone()[0]
 

@@ -4,9 +4,10 @@ SQL over their kernel rows."""
 from __future__ import annotations
 
 import json
-import lzma
 import sqlite3
 from pathlib import Path
+
+from helpers_runs import committed, content
 
 from generator.analyses import speed_change as sc
 
@@ -26,8 +27,7 @@ def _per_stage(run: str, tmp: Path) -> dict[str, tuple[int, int]]:
     manifest = json.loads((RUNS / run / "manifest.json").read_text())
     stages = [s if isinstance(s, str) else s["name"] for s in manifest["stages"]]
     plain = tmp / f"{run}.sqlite"
-    with lzma.open(RUNS / run / "nsys" / "report.sqlite.xz") as src:
-        plain.write_bytes(src.read())
+    plain.write_bytes(content(committed(RUNS / run, "nsys/report.sqlite")))
     db = sqlite3.connect(plain)
     try:
         rows = db.execute(SQL.format(names=", ".join(f"'{s}'" for s in stages))).fetchall()
