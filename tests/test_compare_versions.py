@@ -1,13 +1,16 @@
 """Version comparison on real H200 versions: decode-only ncu (v1) → decode + prefill ncu (v2)."""
 from __future__ import annotations
 
+import dataclasses
 import math
+import pickle
 
+import pandas as pd
 import pytest
 from test_version import h200_inputs
 
 from generator.analyses.compare_versions import change, compare_versions
-from generator.analyses.version import AnalysisSettings, analyze_version
+from generator.analyses.version import AnalysisSettings, analyze_alone, analyze_version
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +84,29 @@ def test_class_changes_and_newly_classified_after_missing_data(v1):
     assert comp["newly_profiled"] == []
     assert [(c["previous"], c["current"]) for c in comp["class_changes"]] == [("unknown", "latency-bound")]
     assert comp["class_changes"][0]["friendly_name"] == "Index Select (BF16)"
+
+
+def test_results_computed_ahead_in_another_process_are_the_same(v1, v2):
+    """The build runs the analyses that do not read the previous version in the reading child and
+    sends their results back pickled (build._read_group): the version's result is the same."""
+    inputs = h200_inputs("small_vlm_decode_ncu_raw.csv.xz", "small_vlm_prefill.ncu-rep.xz")
+    alone = pickle.loads(pickle.dumps(analyze_alone("v2", inputs, AnalysisSettings())))
+    ahead = analyze_version("v2", inputs, AnalysisSettings(), previous=v1, alone=alone)
+    assert list(ahead.values) == list(v2.values) and len(alone) == len(v2.values) - 5
+    for key, value in v2.values.items():
+        assert _same(value, ahead.values[key]), key
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal values, DataFrames and Series by ``equals``, through dataclasses and containers."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, pd.DataFrame | pd.Series):
+        return a.equals(b)
+    if dataclasses.is_dataclass(a):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (a != a and b != b)  # NaN equals NaN

@@ -35,3 +35,20 @@ def test_discovers_the_existing_analyses_with_typed_results() -> None:
             "histograms", "findings", "comparison", "kernels_yaml"} <= set(found)
     assert found["ncu_metrics"].result_type is pd.DataFrame
     assert found["ncu_metrics"].inputs == ("metrics", "names", "settings", "peaks")
+
+
+def test_analyses_not_reading_the_previous_version_run_ahead() -> None:
+    """Those reading ``previous`` (directly or through another analysis) wait for the version
+    before; the others are run ahead (build._read_group) and not run again."""
+    analyses = [Analysis("count", count), Analysis("double", double),
+                Analysis("grown", lambda count, previous: count - (previous or 0)), Analysis("twice", lambda grown: 2 * grown)]
+    ahead = registry.not_reading("previous", analyses)
+    assert [a.key for a in ahead] == ["count", "double"]
+    given = {"version_id": "v12", "inputs": None, "settings": None}
+    early = registry.analyze(given, ahead)
+    calls: list[str] = []
+    counted = Analysis("count", lambda version_id: calls.append(version_id) or 0)  # would give another count
+    rest = registry.analyze({**given, "previous": 1, **early}, [counted, *analyses[1:]])
+    assert calls == [] and rest == {"grown": 2, "twice": 4}
+    assert {a.key for a in registry.discover()} - {a.key for a in registry.not_reading("previous", registry.discover())} \
+        == {"gpu_change", "module_changes", "stage_speed", "kernel_changes", "comparison"}

@@ -94,8 +94,21 @@ def in_order(analyses: Iterable[Analysis], given: Iterable[str] = GIVEN) -> list
 
 
 def analyze(given: dict[str, Any], analyses: Iterable[Analysis] | None = None) -> dict[str, Any]:
-    """Run ``analyses`` (default: every discovered one) on ``given``: key → result."""
+    """Run ``analyses`` (default: every discovered one) on ``given``: key → result. An analysis whose
+    key ``given`` holds (its result computed before, :func:`not_reading`) is not run again."""
     values = dict(given)
-    for analysis in in_order(discover() if analyses is None else analyses, given):
+    pending = [a for a in (discover() if analyses is None else analyses) if a.key not in given]
+    for analysis in in_order(pending, given):
         values[analysis.key] = analysis.function(**{name: values[name] for name in analysis.inputs})
     return {key: value for key, value in values.items() if key not in given}
+
+
+def not_reading(name: str, analyses: Iterable[Analysis]) -> list[Analysis]:
+    """The ``analyses`` that do not read ``name`` (one of :data:`GIVEN`), directly or through
+    another analysis: they can run before ``name`` is known."""
+    reading = {name}
+    ordered = in_order(analyses)
+    for analysis in ordered:
+        if reading.intersection(analysis.inputs):
+            reading.add(analysis.key)
+    return [a for a in ordered if a.key not in reading]

@@ -7,21 +7,32 @@ results into the typed VersionResult the renderer reads.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from generator.analyses import registry
 from generator.analyses.result import VersionResult
 from generator.analyses.settings import AnalysisSettings
 from generator.model import VersionInputs
 
-__all__ = ["AnalysisSettings", "analyze_version"]
+__all__ = ["AnalysisSettings", "analyze_version", "analyze_alone"]
+
+
+def analyze_alone(version_id: str, inputs: VersionInputs, settings: AnalysisSettings) -> dict[str, Any]:
+    """The results of the analyses of one version that do not compare it with the previous one
+    (those not reading ``previous``): computed ahead, beside other work, and handed to
+    :func:`analyze_version` as ``alone``."""
+    given = {"version_id": version_id, "inputs": inputs, "settings": settings}
+    return registry.analyze(given, registry.not_reading("previous", registry.discover()))
 
 
 def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSettings,
-                    previous: VersionResult | None = None) -> VersionResult:
-    """Every table, dataset and finding of one report version (compared with ``previous``)."""
+                    previous: VersionResult | None = None, alone: dict[str, Any] | None = None) -> VersionResult:
+    """Every table, dataset and finding of one report version (compared with ``previous``); the
+    results ``alone`` (:func:`analyze_alone` of the same version) are taken as they are."""
     analyses = registry.discover()
-    values = registry.analyze({"version_id": version_id, "inputs": inputs, "settings": settings,
-                               "previous": previous}, analyses)
+    given = {"version_id": version_id, "inputs": inputs, "settings": settings, "previous": previous}
+    computed = {**(alone or {}), **registry.analyze({**given, **(alone or {})}, analyses)}
+    values = {a.key: computed[a.key] for a in registry.in_order(analyses)}  # the order of one run of them all
     fields = {f.name for f in dataclasses.fields(VersionResult)}
     return VersionResult(
         version_id=version_id,

@@ -24,7 +24,7 @@ from rich.progress import Progress
 from generator import output_dirs
 from generator.analyses.chart_notes import with_sweep_note
 from generator.analyses.result import SweepResult, VersionResult
-from generator.analyses.version import AnalysisSettings, analyze_version
+from generator.analyses.version import AnalysisSettings, analyze_alone, analyze_version
 from generator.errors import InputError
 from generator.forks import Forks, fork_safe
 from generator.languages import LANGS
@@ -143,8 +143,9 @@ def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, tr
     """Read, analyse and render the ``rebuilt`` versions into ``trees`` (site, Markdown), as a pipeline.
 
     Versions ``0 … max(rebuilt)`` are read side by side in forked children (:mod:`generator.forks`;
-    versions that share an input file in one, so each file is read once). Each is analysed here as
-    soon as its inputs and the analysis before it are in (each compares with the one before), and
+    versions that share an input file in one, so each file is read once), which also run the
+    analyses that do not compare a version with the one before (:func:`analyze_alone`). Each is
+    analysed to the end here as soon as its inputs and the analysis before it are in, and
     each rebuilt one is rendered and built in a child forked as soon as its analysis is done (it
     inherits the analysis), beside the reading and analysing still going on. The error raised does
     not depend on timing: the first failing read in order, else the first failing analysis, else the
@@ -156,14 +157,14 @@ def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, tr
                                 margin=config.classification.margin, peaks=config.gpu.as_settings())
     count = max(rebuilt) + 1
     groups = _sharing_groups([_input_files(versions[i]) for i in range(count)])
-    inputs: dict[int, tuple[VersionInputs, SweepResult | None]] = {}
+    inputs: dict[int, tuple[VersionInputs, SweepResult | None, dict | Exception]] = {}
     results: list[VersionResult] = []
     errors: dict[tuple[int, int], BaseException] = {}  # (0 read | 1 analysis | 2 render, group or version)
     here = cpus() < 2 or not fork_safe()
     ahead = [] if here else rebuilt[:cpus()]  # chart workers started now, loading while inputs are read
     with Forks(cpus(), here=here) as forks, _charts_started_for(ahead):
         for n, group in enumerate(groups):
-            forks.submit((0, n), functools.partial(_read_group, job, store, group))
+            forks.submit((0, n), functools.partial(_read_group, job, store, group, settings))
         _prepare_rendering(store.root)
         svg.prestart(ahead)
         while forks.pending():
@@ -219,17 +220,28 @@ def _prepare_rendering(cache_root: Path | None) -> None:
     compile_theme()
 
 
-def _read_group(job: ReportJob, store: BuildCache, group: list[int]
-                ) -> tuple[list[tuple[VersionInputs, SweepResult | None]], tuple[int, int]]:
-    """The inputs (and sweep) of each of ``group``'s versions, and the build cache hits and misses
-    of reading them (counted where the values arrive: in the parent, or here when it is the parent)."""
+def _read_group(job: ReportJob, store: BuildCache, group: list[int], settings: AnalysisSettings
+                ) -> tuple[list[tuple[VersionInputs, SweepResult | None, dict | Exception]], tuple[int, int]]:
+    """The inputs (and sweep) of each of ``group``'s versions with the results of its analyses that
+    do not read the version before (:func:`_alone`), and the build cache hits and misses of reading
+    them (counted where the values arrive: in the parent, or here when it is the parent)."""
     versions = job.config.versions
     counts = store.hits, store.misses
     with InputCache(store) as cache:
-        values = [sweep_version(versions[i], cache, job.path, i) for i in group]
+        read = [sweep_version(versions[i], cache, job.path, i) for i in group]
     read_counts = store.hits - counts[0], store.misses - counts[1]
     store.hits, store.misses = counts
-    return values, read_counts
+    return [(found, sweep, _alone(versions[i].id, found, settings)) for i, (found, sweep) in zip(group, read)], read_counts
+
+
+def _alone(version_id: str, inputs: VersionInputs, settings: AnalysisSettings) -> dict | Exception:
+    """:func:`analyze_alone`'s results, or the error it raised: raised where the version's analysis
+    is completed (:func:`_analysis`), so which error a build reports does not depend on where each
+    step ran."""
+    try:
+        return analyze_alone(version_id, inputs, settings)
+    except Exception as exc:  # noqa: BLE001 - raised by _analysis, in the version's turn
+        return exc
 
 
 def _input_files(version: VersionConfig) -> set[Path]:
@@ -248,9 +260,11 @@ def _sharing_groups(files: list[set[Path]]) -> list[list[int]]:
     return [members for _, members in sorted(groups, key=lambda g: g[1][0])]
 
 
-def _analysis(version_id: str, inputs: VersionInputs, sweep: SweepResult | None, settings: AnalysisSettings,
-              before: VersionResult | None) -> VersionResult:
-    analysis = analyze_version(version_id, inputs, settings, before)
+def _analysis(version_id: str, inputs: VersionInputs, sweep: SweepResult | None, alone: dict | Exception,
+              settings: AnalysisSettings, before: VersionResult | None) -> VersionResult:
+    if isinstance(alone, Exception):
+        raise alone
+    analysis = analyze_version(version_id, inputs, settings, before, alone)
     if sweep is None:
         return analysis
     notes = with_sweep_note(analysis.values.get("chart_notes", {}), sweep.configs)  # known only now
