@@ -10,6 +10,7 @@ children), dies of SIGTERM, and on Linux dies with the process that forked it.
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -137,7 +138,11 @@ class Forks:
             reader, writer = fork.Pipe(duplex=False)
             # not daemonic: it may fork too
             child = fork.Process(target=_answer, args=(writer, call, os.getpid(), self.niceness))
-            child.start()
+            gc.freeze()  # the child's collector never walks (so never copies) the objects it inherits
+            try:
+                child.start()
+            finally:
+                gc.unfreeze()
             writer.close()
             self._running[reader] = (key, child)
 

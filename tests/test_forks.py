@@ -266,3 +266,16 @@ def test_example_built_side_by_side_equals_one_process_build(tmp_path: Path,
 
 def tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_children_never_walk_the_objects_they_inherit() -> None:
+    """A child's cyclic collector would touch, so copy, every object inherited from the build process
+    (its pages are shared until written): they are frozen in the child, and only there."""
+    code = ("import gc, json\nfrom generator.forks import Forks\ninherited = [[i] for i in range(1000)]\n"
+            "with Forks(1) as forks:\n"
+            "    forks.submit(0, lambda: (gc.get_freeze_count(), gc.is_tracked(inherited)))\n"
+            "    print(json.dumps([forks.next(), gc.get_freeze_count()]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    (_, ok, (frozen, tracked)), here = json.loads(out.stdout)
+    assert ok and tracked and frozen >= 1000 and here == 0
