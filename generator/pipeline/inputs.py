@@ -41,7 +41,6 @@ from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
 from generator.readers.base import decompressed_copy, naming, read_from
-from generator.readers.inflate import COMPRESSED_SUFFIXES
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
     GRAPH_COLUMNS,
@@ -51,7 +50,7 @@ from generator.readers.nsys_sqlite import (
     capture_facts,
     read_stages,
 )
-from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
+from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
 #: How much lower the CPU priority of the child reading ncu reports ahead is (``nice``): the
@@ -112,7 +111,7 @@ class InputCache:
                 dataset = self._collected(self._fetched[batch].pop(key[0]))
             else:
                 dataset = self._stored_read(path, stage)
-            self._datasets[key] = read_from(dataset, path) if path.suffix in COMPRESSED_SUFFIXES else dataset
+            self._datasets[key] = read_from(dataset, path) if path.suffix in COMPRESSED else dataset
         return self._datasets[key]
 
     def _stored_read(self, path: Path, stage: str | None) -> Dataset:
@@ -138,7 +137,7 @@ class InputCache:
         key = path.resolve()
         if key not in self._facts:
             dataset = self.store.get(path, "capture_facts", [], lambda: self._on_plain(path, capture_facts))
-            self._facts[key] = read_from(dataset, path) if path.suffix in COMPRESSED_SUFFIXES else dataset
+            self._facts[key] = read_from(dataset, path) if path.suffix in COMPRESSED else dataset
         return self._facts[key]
 
     def facts_and_stages(self, path: Path, stages: tuple[str, ...]) -> tuple[Dataset, StageReading]:
@@ -184,7 +183,7 @@ class InputCache:
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
         path = path.resolve()
-        if path.suffix not in COMPRESSED_SUFFIXES:
+        if path.suffix not in COMPRESSED:
             return action(path)
         with naming(path):
             return action(self._plain_copy(path))
@@ -192,7 +191,7 @@ class InputCache:
     def _plain_copy(self, path: Path) -> Path:
         """The decompressed copy of the resolved compressed ``path``, made at the first call (a folder of its
         own: a prefetching child decompresses here too); any other ``path`` itself."""
-        if path.suffix not in COMPRESSED_SUFFIXES:
+        if path.suffix not in COMPRESSED:
             return path
         if path not in self._plain:
             self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)

@@ -14,8 +14,9 @@ from typing import Protocol
 
 from generator.errors import InputError
 from generator.model import Dataset
-from generator.readers.inflate import COMPRESSED_SUFFIXES, decompress
+from generator.readers.inflate import decompress
 from generator.readers.validate import checked
+from generator.run_layout import COMPRESSED
 
 
 class Reader(Protocol):
@@ -78,7 +79,7 @@ def read(path: str | Path, *, stage: str | None = None) -> Dataset:
     touched); the Dataset's provenance still names the file the user gave.
     """
     path = Path(path)
-    if path.suffix not in COMPRESSED_SUFFIXES:
+    if path.suffix not in COMPRESSED:
         return checked(detect(path).read(path, stage=stage))
     with plain_file(path) as plain:
         dataset = checked(detect(plain).read(plain, stage=stage))
@@ -103,7 +104,7 @@ def naming(path: Path) -> Iterator[None]:
 @contextmanager
 def plain_file(path: Path) -> Iterator[Path]:
     """``path`` itself, or for a compressed one (``*.xz``, ``*.zst``) a temporary decompressed copy that lives for the block."""
-    if path.suffix not in COMPRESSED_SUFFIXES:
+    if path.suffix not in COMPRESSED:
         yield path
         return
     if not path.is_file():

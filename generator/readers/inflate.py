@@ -18,7 +18,6 @@ from types import ModuleType
 from typing import BinaryIO, Protocol
 
 from generator.errors import InputError
-from generator.run_layout import COMPRESSED
 
 RATIO = 200
 FLOOR = 128 << 20
@@ -69,7 +68,6 @@ FORMATS: dict[str, _Format] = {
                    lambda: lzma.LZMADecompressor(format=lzma.FORMAT_XZ), lambda: lzma.LZMAError),
     ".zst": _Format("zstd", _zstd_start, lambda: zstd().ZstdDecompressor(), lambda: zstd().ZstdError),
 }
-COMPRESSED_SUFFIXES = COMPRESSED
 
 
 def inflate_limit(compressed_bytes: int) -> int:
