@@ -154,3 +154,34 @@ def test_report_readers_in_children_answer_in_order_and_name_a_crash(tmp_path: P
                               functools.partial(_fail, "second")], 2, lambda: None)
     with pytest.raises(InputError, match=r"r\.ncu-rep: Nsight Compute's report reader crashed"):
         _in_children(report, [_die], 1, lambda: None)
+
+
+def _read_in_one_process(path: Path):
+    from generator.readers.ncu_rep import _load, _rows, kernel_metrics_frame
+
+    context = _load(path)
+    counts = [context.range_by_idx(r).num_actions() for r in range(context.num_ranges())]
+    return kernel_metrics_frame(_rows(path, context, counts, 0, sum(counts))[0], None)[0]
+
+
+def test_shards_forked_from_the_loaded_report_read_what_one_process_reads(prefill_plain):
+    """A report of more launches than FEW_LAUNCHES is loaded once and read by shard children forked
+    from the child that loaded it: the rows, in launch order, of one process reading them all."""
+    from helpers_ncu import _in_child
+
+    from generator.readers.ncu_rep import FEW_LAUNCHES, NcuRepReader
+
+    whole = _in_child(_read_in_one_process, prefill_plain)
+    sharded = NcuRepReader().read(prefill_plain).kernel_metrics
+    assert len(whole) == 30 > FEW_LAUNCHES and list(sharded["launch_id"]) == list(range(30))
+    assert sharded.equals(whole)
+
+
+def test_a_shard_child_crashing_is_one_input_error(prefill_plain, monkeypatch):
+    from generator.readers import ncu_rep
+
+    real = ncu_rep._rows
+    monkeypatch.setattr(ncu_rep, "_rows", lambda path, context, counts, start, stop:
+                        os._exit(9) if start else real(path, context, counts, start, stop))
+    with pytest.raises(InputError, match=r"prefill\.ncu-rep: Nsight Compute's report reader crashed"):
+        ncu_rep.NcuRepReader().read(prefill_plain)

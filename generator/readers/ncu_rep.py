@@ -60,31 +60,18 @@ class NcuRepReader:
 #: about 5 MB each in a full-set report (990 MiB for the 198 of examples/runs/ocr-vlm-sdpa): a child
 #: per 64 launches stays near 400 MiB.
 SHARD_LAUNCHES = 64
-#: A report of at most this many launches (a retry pass's) is read by the child that counts them:
+#: A report of at most this many launches (a retry pass's) is read by the child that loads it:
 #: forking shards for them would cost more than reading them.
 FEW_LAUNCHES = 16
 
 
 def _launches(path: Path, meanwhile: Callable[[], T]) -> tuple[list[dict], list[GpuInfo], T]:
-    """Every launch row and device of a report, read with ncu_report in forked children, one per CPU
-    at a time, each reading at most :data:`SHARD_LAUNCHES` launches and ending with them (a build or
-    test reading many reports would otherwise hold them all). ``meanwhile()`` runs here while they
-    read; its value comes third."""
-    (first,), extra = _in_children(path, [functools.partial(_count_or_read, path)], 1, meanwhile)
-    counts, whole = first
-    total = sum(counts)
-    if not total:
+    """Every launch row and device of a report, read with ncu_report in a forked child that loads
+    the report (:func:`_load_and_read`). ``meanwhile()`` runs here while it reads; its value comes
+    third."""
+    (parts,), extra = _in_children(path, [functools.partial(_load_and_read, path)], 1, meanwhile)
+    if not parts:
         raise InputError(path, "report holds no profiled launches")
-    if whole is not None:
-        parts = [whole]
-    else:
-        workers = cpus()
-        # as many shards as CPUs, or a multiple of that so none exceeds SHARD_LAUNCHES; sizes even
-        count = workers * -(-total // (workers * SHARD_LAUNCHES))
-        size = -(-total // count)
-        shards = [functools.partial(_shard, path, counts, start, min(start + size, total))
-                  for start in range(0, total, size)]
-        parts, _ = _in_children(path, shards, workers, lambda: None)
     gpus: dict[int | None, GpuInfo] = {}
     for _, found in parts:
         for gpu in found:
@@ -114,21 +101,31 @@ def _load(path: Path):
         raise InputError(path, f"cannot load Nsight Compute report ({exc})") from None
 
 
-def _count_or_read(path: Path) -> tuple[list[int], tuple[list[dict], list[GpuInfo]] | None]:
-    """Launches per range of the report (loading the report reads no launch yet), and when they are
-    no more than :data:`FEW_LAUNCHES`, their rows and devices too (else None)."""
+def _load_and_read(path: Path) -> list[tuple[list[dict], list[GpuInfo]]]:
+    """(rows, devices) of every launch of the report, in shards in launch order (none: no launch).
+
+    The report is loaded once, here (ncu_report reads the whole file into memory and keeps no file
+    open; loading reads no launch yet). At most :data:`FEW_LAUNCHES` launches are read here; more
+    are read in shard children forked from here, which inherit the loaded report, one per CPU at a
+    time, each reading at most :data:`SHARD_LAUNCHES` launches and ending with them (a build or test
+    reading many reports would otherwise hold them all)."""
     context = _load(path)
     counts = [context.range_by_idx(r).num_actions() for r in range(context.num_ranges())]
-    return counts, _rows(path, context, counts, 0, sum(counts)) if sum(counts) <= FEW_LAUNCHES else None
-
-
-def _shard(path: Path, counts: list[int], start: int, stop: int) -> tuple[list[dict], list[GpuInfo]]:
-    """Rows and devices of launches ``start`` … ``stop - 1`` (numbered across ranges, in order)."""
-    return _rows(path, _load(path), counts, start, stop)
+    total = sum(counts)
+    if total <= FEW_LAUNCHES:
+        return [_rows(path, context, counts, 0, total)] if total else []
+    workers = cpus()
+    # as many shards as CPUs, or a multiple of that so none exceeds SHARD_LAUNCHES; sizes even
+    count = workers * -(-total // (workers * SHARD_LAUNCHES))
+    size = -(-total // count)
+    shards = [functools.partial(_rows, path, context, counts, start, min(start + size, total))
+              for start in range(0, total, size)]
+    return side_by_side(shards, workers, here=not can_fork())
 
 
 def _rows(path: Path, context, counts: list[int], start: int, stop: int) -> tuple[list[dict], list[GpuInfo]]:
-    """:func:`_shard` of the loaded report ``context``."""
+    """Rows and devices of launches ``start`` … ``stop - 1`` (numbered across ranges, in order) of
+    the loaded report ``context``."""
     rows: list[dict] = []
     gpus: list[GpuInfo] = []
     first = 0
