@@ -45,18 +45,19 @@ NCU_PASSES: tuple[str, ...] = ("", "-retry")
 COMPRESSED = (".xz", ".zst")
 
 
-def _with_compressed(*names: str) -> tuple[str, ...]:
+def with_compressed(*names: str) -> tuple[str, ...]:
+    """Each of ``names`` followed by its compressed names (:data:`COMPRESSED`)."""
     return tuple(n for name in names for n in (name, *(name + suffix for suffix in COMPRESSED)))
 
 
 #: Where the generator looks for a run's nsys export, and for each ncu pass's metrics (the report
 #: first: it carries NVTX and device attributes), as paths relative to the run directory.
-NSYS_CANDIDATES: tuple[str, ...] = _with_compressed(NSYS_SQLITE)
+NSYS_CANDIDATES: tuple[str, ...] = with_compressed(NSYS_SQLITE)
 
 
 def ncu_candidates(suffix: str = "") -> tuple[str, ...]:
     """The files that may hold the ncu pass ``suffix`` (one of NCU_PASSES), preferred first."""
-    return _with_compressed(NCU_REPORT.format(suffix=suffix), NCU_RAW_CSV.format(suffix=suffix))
+    return with_compressed(NCU_REPORT.format(suffix=suffix), NCU_RAW_CSV.format(suffix=suffix))
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ from pathlib import Path
 
 from generator.pipeline.inputs import first_existing
 from generator.readers.inflate import chunks
-from generator.run_layout import COMPRESSED
+from generator.run_layout import COMPRESSED, with_compressed
 
 
 def committed(run: Path, name: str) -> Path:
     """The file ``name`` of ``run`` (e.g. ``nsys/report.sqlite``): plain, ``.xz`` or ``.zst``."""
-    return first_existing(run, (name, *(name + suffix for suffix in COMPRESSED)), name)
+    return first_existing(run, with_compressed(name), name)
 
 
 def content(path: Path) -> bytes:
