@@ -66,11 +66,11 @@ REENCODE = """
 import lzma, sys
 from pathlib import Path
 from generator.readers.inflate import zstd
-zstd = zstd()
+codec = zstd()
 for path in sorted(Path(sys.argv[1]).rglob("*.xz")):
     path.write_bytes(lzma.compress(lzma.decompress(path.read_bytes()), preset=1))
 for path in sorted(Path(sys.argv[1]).rglob("*.zst")):
-    path.write_bytes(zstd.compress(zstd.decompress(path.read_bytes()), level=1))
+    path.write_bytes(codec.compress(codec.decompress(path.read_bytes()), level=1))
 """
 
 

@@ -200,6 +200,20 @@ def test_zstd_frames_and_skippable_frames_are_read(tmp_path: Path) -> None:
     assert len(read_zst) == 52 and read_zst.equals(read_plain)
 
 
+def test_xz_stream_padding_is_read_and_zeros_between_zstd_frames_are_refused(tmp_path: Path) -> None:
+    """xz allows zero bytes (stream padding) between and after streams, as ``xz -d`` reads them;
+    zstd has no padding, so zeros after a frame are garbage."""
+    plain = lzma.decompress((STATS / "small_vlm_cuda_gpu_kern_sum.csv.xz").read_bytes())
+    half = len(plain) // 2
+    padded = tmp_path / "kern_sum.csv.xz"
+    padded.write_bytes(lzma.compress(plain[:half]) + b"\0" * 8 + lzma.compress(plain[half:]) + b"\0" * 4)
+    assert len(read(padded).kernel_summary) == 52
+    zeros = tmp_path / "kern_sum.csv.zst"
+    zeros.write_bytes(zstd().compress(plain[:half]) + b"\0" * 8 + zstd().compress(plain[half:]))
+    with pytest.raises(InputError, match=r"corrupt or truncated zstd file \(not zstd data, or garbage after"):
+        read(zeros)
+
+
 def test_decompression_bombs_are_refused(tmp_path: Path) -> None:
     zeros = b"\0" * (FLOOR + (1 << 20))
     (tmp_path / "bomb.sqlite.xz").write_bytes(lzma.compress(zeros, preset=1))

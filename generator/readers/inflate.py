@@ -40,6 +40,7 @@ class _Format:
     starts: Callable[[bytes], bool]  # whether a block can be the start of a stream
     decoder: Callable[[], _Decoder]  # a decoder of one stream
     error: Callable[[], type[Exception]]  # the exception its decoder raises
+    padded: bool = False  # whether zero bytes may stand between streams (xz's stream padding)
 
 
 _XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -65,7 +66,7 @@ def _zstd_start(block: bytes) -> bool:
 #: run directory may hold (:data:`generator.run_layout.COMPRESSED`).
 FORMATS: dict[str, _Format] = {
     ".xz": _Format("xz", lambda block: _XZ_MAGIC.startswith(block[:6]),
-                   lambda: lzma.LZMADecompressor(format=lzma.FORMAT_XZ), lambda: lzma.LZMAError),
+                   lambda: lzma.LZMADecompressor(format=lzma.FORMAT_XZ), lambda: lzma.LZMAError, padded=True),
     ".zst": _Format("zstd", _zstd_start, lambda: zstd().ZstdDecompressor(), lambda: zstd().ZstdError),
 }
 
@@ -89,8 +90,8 @@ def chunks(path: Path) -> Iterator[bytes]:
             if not block:
                 break
             if decoder is None:
-                if form.name == "xz":
-                    block = block.lstrip(b"\0")  # stream padding between streams
+                if form.padded:
+                    block = block.lstrip(b"\0")
                     if not block:
                         continue
                 if not form.starts(block):
