@@ -158,6 +158,10 @@ def main() -> int:
           f"({floor['rows'][0][0]:,} in the table), {len(ours['rows'])} kernel names; same counts, totals, "
           f"medians, min, max: {agree}; stddev largest relative difference {rel:.1e}; "
           f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"bounds: the quick_check alone is {checked['seconds'] / plain['seconds']:.3f}× plain and "
+          f"{checked['seconds'] / floor['seconds']:.2f}× the floor; the summary of a checked file "
+          f"{summary['seconds'] / plain['seconds']:.3f}× and {summary['seconds'] / floor['seconds']:.2f}× "
+          "(ours costs at least the larger of the two; bench/INGEST.md)")
     ok = agree and ratio <= 0.1 and over_floor <= 3 and ours["rss_bytes"] <= 256 * 2**20
     return 0 if ok else 1
 
