@@ -253,8 +253,10 @@ def test_h100_captures_back_to_back_last_warm_up_and_first_iteration() -> None:
         ["--warmup", "1", "--module-depth", "0"], ["--warmup", "0", "--module-depth", "0"]]
     assert [p["ncu_profile"]["seconds"] for p in phases] == [159.189, 62.534]
     # the same code on a third and a fourth H100 that hour: the ncu run as long, the whole capture
-    # 148.1 s on the fourth (its nsys pass 45.7 s), whose top-20 held one (kernel, stage) more
-    for name, seconds, pairs, launches in [("new-2", 63.819, 78, 86), ("new-3", 68.524, 79, 87)]:
+    # 148.1 s on the fourth (its nsys pass 45.7 s), whose top-20 held one (kernel, stage) more; and
+    # 2cfa9a3 on a fifth that evening (146.1 s, the nsys pass 40.0 s)
+    for name, seconds, pairs, launches in [("new-2", 63.819, 78, 86), ("new-3", 68.524, 79, 87),
+                                           ("new-4", 69.769, 79, 87)]:
         again = json.loads(lzma.decompress((FIRST / f"ocr-vlm-{name}.manifest.json.xz").read_bytes()))
         phase = next(p for p in again["phases"] if p["name"] == "ncu_profile")
         worker = phase["commands"][0]
