@@ -26,6 +26,11 @@ class Bound:
     saving_ns: float
     headroom: float | None = None
     basis: str = "gpu_time"  # what stage_ns/total_ns measure: "gpu_time" (kernel time) or "span" (wall)
+    #: the part of ``saving_ns`` that a larger finding of the same stage already claims (shared time)
+    shared_ns: float = 0.0
+    #: what ``saving_ns`` is measured against: "useful_flop", "ideal_bytes", "dram_bytes",
+    #: "shortest_kernel" (a physical floor per launch), or "" where no floor applies (idle time)
+    floor_basis: str = ""
 
     @property
     def stage_pct(self) -> float:
@@ -38,6 +43,11 @@ class Bound:
     @property
     def saving_pct(self) -> float:
         return 100.0 * self.saving_ns / self.total_ns if self.total_ns else 0.0
+
+    @property
+    def exclusive_saving_ns(self) -> float:
+        """The saving no other finding of the stage claims: what may be added across findings."""
+        return max(self.saving_ns - self.shared_ns, 0.0)
 
 
 @dataclass(frozen=True)
