@@ -216,3 +216,74 @@ def test_function_names_join_only_where_unique():
     assert short.loc[~joined, "ambiguous"].all() and 0 < (~joined).sum() < len(short)
 
 
+
+def _pairs() -> list[tuple[str, Path, Path]]:
+    """Every committed ncu report beside the nsys export of its capture: (id, report, run or folder)."""
+    runs = [run for run in [*sorted(RUNS.iterdir()), DATA / "gemm"] if any(run.glob("nsys/report.sqlite*"))]
+    found = [(str(rep.relative_to(ROOT)), rep, run) for run in runs for rep in sorted(run.glob("ncu/*.ncu-rep*"))]
+    return [*found, ("tests/data/h200-small/small_vlm_prefill.ncu-rep.xz",
+                     DATA / "h200-small" / "small_vlm_prefill.ncu-rep.xz", DATA / "h200-small")]
+
+
+#: per report read in ncu's function-name form (NameBase_FUNCTION, ncu 2025.3's `--print-kernel-base
+#: function`: base names alone): launches, joined, ambiguous (the demangled form joins every launch)
+FUNCTION_FORM = {
+    "examples/runs/llm-decode-eager/ncu/report-retry.ncu-rep.xz": (4, 1, 3),
+    "examples/runs/llm-decode-eager/ncu/report.ncu-rep.xz": (46, 32, 14),
+    "examples/runs/llm-decode-eager-ops/ncu/report.ncu-rep.xz": (43, 30, 13),
+    "examples/runs/llm-decode-graph/ncu/report-retry.ncu-rep.xz": (4, 1, 3),
+    "examples/runs/llm-decode-graph/ncu/report.ncu-rep.xz": (49, 34, 15),
+    "examples/runs/llm-decode-small/ncu/report.ncu-rep.xz": (24, 19, 5),
+    "examples/runs/ocr-vlm-eager/ncu/report.ncu-rep.xz": (224, 198, 26),
+    "examples/runs/ocr-vlm-eager-v2/ncu/report-retry.ncu-rep.zst": (2, 1, 1),
+    "examples/runs/ocr-vlm-eager-v2/ncu/report.ncu-rep.zst": (144, 118, 26),
+    "examples/runs/ocr-vlm-sdpa/ncu/report.ncu-rep.xz": (198, 178, 20),
+    "examples/runs/ocr-vlm-sdpa-h200/ncu/report-retry.ncu-rep.zst": (2, 1, 1),
+    "examples/runs/ocr-vlm-sdpa-h200/ncu/report.ncu-rep.zst": (121, 101, 20),
+    "examples/runs/ocr-vlm-sdpa-v2/ncu/report-retry.ncu-rep.xz": (3, 1, 2),
+    "examples/runs/ocr-vlm-sdpa-v2/ncu/report.ncu-rep.xz": (126, 101, 25),
+    "tests/data/gemm/ncu/report.ncu-rep.xz": (1, 1, 0),
+    "tests/data/h200-small/small_vlm_prefill.ncu-rep.xz": (30, 15, 15),
+}
+#: the reports read on every test run (their nsys exports read quickly); the rest are marked slow
+QUICK = ("llm-decode-small", "ocr-vlm-eager/", "gemm", "h200-small")
+
+
+def _stage_reading(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The kernel summary (measured stages and their union) and launch configurations of a capture."""
+    with InputCache() as cache:
+        if run.name == "h200-small":
+            reading = cache.stages(run / "small_vlm.nsys.sqlite.xz", ("all", "vision", "projector", "prefill", "decode"))
+            return reading.summary, reading.launch_configs
+        stages = tuple(manifest_stages(run, load_manifest(run)))
+        reading = cache.stages(next(run.glob("nsys/report.sqlite*")), stages or ("all",))
+    union = [measured_union(reading.summary)] if stages else []
+    return pd.concat([*union, reading.summary], ignore_index=True), reading.launch_configs
+
+
+@pytest.mark.parametrize("pair", [pytest.param(p, marks=[] if any(q in p[0] for q in QUICK) else [pytest.mark.slow])
+                                  for p in _pairs()], ids=lambda p: p[0])
+def test_function_names_join_as_far_as_the_launch_decides(pair):
+    """Read in ncu's function form (ncu_report's own NameBase_FUNCTION names), a report's launches join
+    the nsys kernel their demangled names join — by base name, then grid, block and registers per
+    thread — or stay ambiguous: never another kernel (wrong = 0). In the issue's form every launch joins."""
+    key, report, run = pair
+    summary, configs = _stage_reading(run)
+    metrics = read_once(report).kernel_metrics
+    names = report_launches(report)
+    assert [n[0] for n in names] == list(metrics["name"])
+    full = attach_stage_time(metrics, summary, configs)
+    assert full["summary_name"].notna().all()
+    short = attach_stage_time(metrics.assign(name=[n[1] for n in names]), summary, configs)
+    joined = short["summary_name"].notna()
+    wrong = int((short.loc[joined, "summary_name"] != full.loc[joined, "summary_name"]).sum())
+    print(f"{key}: {len(short)} launches, {int(joined.sum())} joined, {int(short['ambiguous'].sum())} ambiguous, "
+          f"{wrong} wrong")
+    assert wrong == 0 and (~joined == short["ambiguous"]).all()
+    assert (len(short), int(joined.sum()), int(short["ambiguous"].sum())) == FUNCTION_FORM[key]
+    issue_form = attach_stage_time(metrics.assign(name=metrics["name"].map(stripped)), summary)
+    assert list(issue_form["summary_name"]) == list(full["summary_name"])
+
+
+def test_every_report_with_an_nsys_export_is_checked():
+    assert sorted(FUNCTION_FORM) == sorted(p[0] for p in _pairs())

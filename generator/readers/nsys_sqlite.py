@@ -26,6 +26,7 @@ from generator.model import (
     ALL_STAGES,
     API_SUMMARY_COLUMNS,
     KERNEL_SUMMARY_COLUMNS,
+    LAUNCH_CONFIG_COLUMNS,
     MEMCPY_SUMMARY_COLUMNS,
     MEMSET,
     NVTX_SUMMARY_COLUMNS,
@@ -664,6 +665,7 @@ class StageReading(NamedTuple):
     module_form: str | None  # :func:`module_kernels` of the named stages (no named stage: None, None, {})
     module_kernels: pd.DataFrame | None
     module_classes: dict[str, str]
+    launch_configs: pd.DataFrame  # :func:`launch_configs`
 
     @property
     def modules(self) -> ModuleAttribution:
@@ -680,4 +682,16 @@ def read_stages(path: str | Path, stages: Sequence[str]) -> StageReading:
         summary = _kernel_summary(cap, chosen)
         modules = _module_kernels(cap) if _named(chosen) else ModuleAttribution(None, None, {})
         return StageReading(summary, dict(cap.instances), _graph_summary(cap, chosen), _stage_timeline(cap, chosen),
-                            *modules)
+                            *modules, _launch_configs(cap))
+
+
+def _launch_configs(cap: _Capture) -> pd.DataFrame:
+    """Each kernel's distinct launch configurations in the whole capture (LAUNCH_CONFIG_COLUMNS)."""
+    registers = "registersPerThread" if "registersPerThread" in cap.columns(KERNEL_TABLE) else "NULL"
+    rows = cap.conn.execute(f"SELECT DISTINCT demangledName, gridX, gridY, gridZ, blockX, blockY, blockZ, {registers} "
+                            f"FROM {KERNEL_TABLE}").fetchall()
+    names = cap.strings([r[0] for r in rows])
+    frame = pd.DataFrame([(names.get(int(r[0])), f"({r[1]}, {r[2]}, {r[3]})", f"({r[4]}, {r[5]}, {r[6]})", r[7])
+                          for r in rows], columns=LAUNCH_CONFIG_COLUMNS)
+    frame["registers_per_thread"] = frame["registers_per_thread"].astype(float)
+    return frame.sort_values(LAUNCH_CONFIG_COLUMNS, ignore_index=True)
