@@ -160,3 +160,22 @@ def test_inspect_run_directory_summarizes_the_run(capsys: pytest.CaptureFixture[
 def test_inspect_a_folder_that_is_not_a_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", str(RUN.parent)]) == 2
     assert "is a directory but not a capture run (no manifest.json)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/report-yaml.md"])
+def test_the_documented_report_yaml_is_valid(page: str, tmp_path: Path) -> None:
+    """The report.yaml a newcomer copies from the README (and the complete one in the docs) loads,
+    once the files it names exist: real profiler files and a real run under those names."""
+    text = (ROOT / page).read_text(encoding="utf-8").split("```yaml\n", 1)[1].split("```", 1)[0]
+    for name in ("base.sqlite", "sdpa.sqlite", "profile.sqlite"):
+        (tmp_path / name).symlink_to(SQLITE)
+    for name in ("base.ncu-rep", "sdpa.ncu-rep", "profile.ncu-rep"):
+        (tmp_path / name).symlink_to(NCU_REP)
+    (tmp_path / "ncu").mkdir()
+    (tmp_path / "ncu" / "decode.csv").symlink_to(NCU_CSV)
+    (tmp_path / "trace.json.gz").symlink_to(SMALL / "small_vlm_torch_trace.json.gz")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "baseline").symlink_to(RUN)
+    (tmp_path / "report.yaml").write_text(text, encoding="utf-8")
+    config = load_report(tmp_path / "report.yaml")
+    assert [v.id for v in config.versions] == ["v1", "v2"]
