@@ -31,7 +31,7 @@ from generator.languages import LANGS
 from generator.machine import cpus
 from generator.model import ReportMeta, VersionInputs
 from generator.pipeline.build_cache import BuildCache, default_root
-from generator.pipeline.config import ReportConfig, VersionConfig, load_report, report_meta
+from generator.pipeline.config import ReportConfig, VersionConfig, in_languages, load_report, report_meta
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
 from generator.pipeline.version_reuse import VersionReuse, version_key
@@ -48,8 +48,12 @@ class ReportJob:
     prefix: str  # "" for a single report, else "<report-id>/"
 
 
+#: A report.yaml, or a report made without one (:func:`config.files_report`) and the file it stands for.
+Report = Path | tuple[Path, ReportConfig]
+
+
 def build_site(
-    report_files: list[Path],
+    report_files: list[Report],
     out: Path,
     src: Path,
     *,
@@ -94,14 +98,15 @@ def build_site(
             _build_report(job, meta, cache, reuse, (tmp_out / job.prefix, tmp_src[job.config.id]),
                           (out / job.prefix, src / job.config.id), step)
         if len(jobs) > 1:  # else the report's own index.html (written into out/) is the site's
-            write_report_index(tmp_out, [(job.prefix, job.config.title.model_dump()) for job in jobs], langs[0])
+            write_report_index(tmp_out, [(job.prefix, in_languages(job.config.title, langs)) for job in jobs],
+                               langs[0])
         for job in jobs:
             output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id)
         output_dirs.swap_in(tmp_out, out)
 
 
-def _jobs(report_files: list[Path]) -> list[ReportJob]:
-    configs = [(Path(p), load_report(p)) for p in report_files]
+def _jobs(report_files: list[Report]) -> list[ReportJob]:
+    configs = [r if isinstance(r, tuple) else (Path(r), load_report(r)) for r in report_files]
     ids = [config.id for _, config in configs]
     for path, config in configs:
         if ids.count(config.id) > 1:

@@ -7,14 +7,14 @@ import importlib
 import pkgutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Protocol
 
 from generator.errors import InputError
 from generator.model import Dataset
-from generator.readers.inflate import decompress
+from generator.readers.inflate import chunks, decompress
 from generator.readers.validate import checked
 from generator.run_layout import COMPRESSED
 
@@ -51,7 +51,11 @@ def readers() -> tuple[Reader, ...]:
     return tuple(found)
 
 
-def head_bytes(path: Path, n: int = 4096) -> bytes:
+#: How much of a file's start a reader's ``sniff`` sees.
+HEAD_BYTES = 4096
+
+
+def head_bytes(path: Path, n: int = HEAD_BYTES) -> bytes:
     with open(path, "rb") as fh:
         return fh.read(n)
 
@@ -70,6 +74,25 @@ def detect(path: str | Path) -> Reader:
         if reader.sniff(path, head):
             return reader
     raise InputError(path, "unrecognized format (not an nsys/ncu/PyTorch profiler output we know)")
+
+
+def sniffed(path: Path) -> Reader | None:
+    """The reader that claims ``path`` (a compressed one by its decompressed start), or None; never raises."""
+    head, name = b"", path
+    try:
+        if path.suffix in COMPRESSED:
+            name = path.with_suffix("")
+            with closing(chunks(path)) as parts:
+                for part in parts:
+                    head += part
+                    if len(head) >= HEAD_BYTES:
+                        break
+            head = head[:HEAD_BYTES]
+        elif path.is_file():
+            head = head_bytes(path)
+    except (InputError, OSError):
+        return None
+    return next((reader for reader in readers() if head and reader.sniff(name, head)), None)
 
 
 def read(path: str | Path, *, stage: str | None = None) -> Dataset:
