@@ -13,9 +13,8 @@ import yaml
 from generator.analyses import projection as proj
 from generator.analyses.join import attach_stage_time
 from generator.cli import main
-from generator.commands.project import read_run
 from generator.model import VersionInputs
-from generator.pipeline.chips import CHIPS_DIR, load_chip, shipped, shipped_chips
+from generator.pipeline.chips import CHIPS_DIR, load_chip, read_run, shipped, shipped_chips
 
 RUNS = Path(__file__).resolve().parent.parent / "examples" / "runs"
 H200_RUN, H100_RUN = RUNS / "ocr-vlm-sdpa-h200", RUNS / "ocr-vlm-sdpa-v2"
@@ -99,7 +98,8 @@ def test_h200_to_h100_validation(h200: VersionInputs, h100: VersionInputs) -> No
     """The figures docs/projection.md reports: every stage with ≥ 1 ms within 10 % (the no-change
     baseline misses by up to 9.8 %); the top-20 kernels' median |error| is under 10 % but not below
     the baseline's: latency-bound kernels are 5–25 % slower on the H100 and no datasheet figure says so."""
-    result = proj.what_if(h200, _joined(h200), load_chip("h100-sxm"), shipped_chips(), h100)
+    other = proj.Check(H100_RUN.name, h100.gpus[0].name, h100.kernel_summary)
+    result = proj.what_if(h200, _joined(h200), load_chip("h100-sxm"), shipped_chips(), other)
     check = result["validation"]
     stages = {row["stage"]: row for row in check["stages"]}
     truth = _capture_totals(H100_RUN)
@@ -111,7 +111,7 @@ def test_h200_to_h100_validation(h200: VersionInputs, h100: VersionInputs) -> No
     assert baseline == {"sam": -3.4, "clip": -3.2, "projector": -6.2, "prefill": -8.3, "decode": -9.8}
     assert all(abs(r["error_pct"]) <= 10 for r in stages.values() if r["validated"])
     assert [s for s, r in stages.items() if r["validated"]] == ["sam", "clip", "prefill", "decode"]
-    assert check["kernels"] == 66 and check["unequal_launches"] == {"prefill": 1, "decode": 1}
+    assert check["matched_kernels"] == len(check["kernels"]) == 66 and check["unequal_launches"] == {"prefill": 1, "decode": 1}
     assert round(check["kernel_median_abs_error_pct"], 2) == 4.64
     assert round(check["kernel_baseline_median_abs_error_pct"], 2) == 4.37
     assert all(r["low_ns"] <= r["projected_ns"] <= r["high_ns"] for r in result["stages"])
@@ -144,7 +144,7 @@ def test_cli_json_and_no_energy(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert data["energy"] is None and data["validation"] is None
     decode = next(r for r in data["stages"] if r["stage"] == "decode")
     assert decode["projected_ns"] > decode["measured_ns"]  # 1.8 TB/s GDDR7 against 4.8 TB/s HBM3e
-    assert [p["parameter"] for p in data["moves"]["decode"]["parameters"]] == ["DRAM bandwidth", "launch latency"]
+    assert [p["parameter"] for p in data["moves"]["decode"]["parameters"]] == ["dram_bandwidth", "launch_latency"]
 
 
 BAD = {
@@ -178,3 +178,36 @@ def test_unknown_chip_names_the_shipped_ones(capsys: pytest.CaptureFixture[str])
     assert main(["project", str(H200_RUN), "--chip", "h300"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "b200, h100-sxm, h200, rtx-5090" in err
+
+
+def test_what_if_page_shows_the_projection_and_its_validation(tmp_path: Path) -> None:
+    """report.yaml ``chips`` → the "Hardware what-if" page in both languages, figures beside formulas."""
+    from generator.analyses.version import AnalysisSettings, analyze_version
+    from generator.pipeline.chips import report_targets
+    from generator.pipeline.config import load_report, report_meta
+    from generator.pipeline.inputs import InputCache, version_inputs
+    from generator.render.pages import page_names, render_page
+
+    report = tmp_path / "report.yaml"
+    report.write_text(yaml.safe_dump({
+        "id": "what-if", "title": {"en": "What if", "zh": "假设"},
+        "chips": [{"chip": "h100-sxm", "validate": str(H100_RUN)}, "rtx-5090"],
+        "versions": [{"id": "v1", "title": {"en": "H200", "zh": "H200"}, "date": "2026-11-26",
+                      "runs": [str(H200_RUN)]}]}))
+    config = load_report(report)
+    assert config.input_paths() == [H200_RUN, H100_RUN]
+    settings = AnalysisSettings(top_n=config.top_n, chips=report_targets(config, report),
+                                chip_basis=tuple(shipped_chips()))
+    inputs = version_inputs(config.versions[0], InputCache(), report, 0)
+    result = analyze_version("v1", inputs, settings)
+    meta = report_meta(config, None, ["en", "zh"])
+    assert "what-if" in page_names(result)
+    en, zh = (render_page("what-if", result, meta, lang, {}) for lang in ("en", "zh"))
+    assert "# Hardware what-if" in en and "# 硬件假设分析" in zh
+    assert en.count("## NVIDIA H200 SXM → ") == 2
+    assert "floor = max(tensor FLOP / tensor peak" in en
+    for text in (en, zh):
+        assert "| decode | 76.02 | 80.00 | " in text.replace("解码", "decode")  # measured, projected (ms)
+        assert "| decode | 80.00 | 84.27 | -5.1% | -9.8% |" in text  # projected, H100, error, no change
+    assert "energy not recorded in this capture" in en and "本次采集未记录能耗" in zh
+    assert "No capture on the target chip was given" in en  # the RTX 5090 has none

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from generator.analyses.kernel_match import match_kernels
+from generator.analyses.registry import Analysis
+from generator.analyses.settings import AnalysisSettings
 from generator.model import ALL_STAGES, GpuInfo, VersionInputs
 
 #: chip figures: key → (unit, what it is); every chip file gives these (power_w and tf32 optional)
@@ -53,22 +55,18 @@ MODELS = ("excess", "efficiency")
 #: the model the projected figures use (docs/projection.md says why: ncu's busy fractions)
 MODEL = "excess"
 
-#: sensitivity: (label, figures scaled, factor)
-SENSITIVITY: tuple[tuple[str, tuple[str, ...], float], ...] = (
-    ("DRAM bandwidth ×0.5", ("dram_bandwidth_gbps",), 0.5),
-    ("DRAM bandwidth ×2", ("dram_bandwidth_gbps",), 2.0),
-    ("tensor peak ×0.5", TENSOR_FIGURES, 0.5),
-    ("tensor peak ×2", TENSOR_FIGURES, 2.0),
-    ("L2 size ×4", ("l2_mb",), 4.0),
-    ("launch latency ×0.5", ("launch_latency_us",), 0.5),
-)
-#: parameters the sensitivity and the smallest-chip search move: name → figures
+#: parameters the sensitivity and the smallest-chip search move: name → the figures it scales
 PARAMETERS: dict[str, tuple[str, ...]] = {
-    "DRAM bandwidth": ("dram_bandwidth_gbps",),
-    "tensor peak": TENSOR_FIGURES,
-    "L2 size": ("l2_mb",),
-    "launch latency": ("launch_latency_us",),
+    "dram_bandwidth": ("dram_bandwidth_gbps",),
+    "tensor_peak": TENSOR_FIGURES,
+    "l2_size": ("l2_mb",),
+    "launch_latency": ("launch_latency_us",),
 }
+#: sensitivity: (parameter, factor)
+SENSITIVITY: tuple[tuple[str, float], ...] = (
+    ("dram_bandwidth", 0.5), ("dram_bandwidth", 2.0), ("tensor_peak", 0.5), ("tensor_peak", 2.0),
+    ("l2_size", 4.0), ("launch_latency", 0.5),
+)
 #: a stage "keeps" the captured GPU's time within this much (percent)
 KEEP_PCT = 10.0
 #: factors tried for the smallest chip, largest first
@@ -326,7 +324,7 @@ def stage_times(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str],
     return dict(zip(projection.stages["stage"], projection.stages["projected_ns"]))
 
 
-SENSITIVITY_COLUMNS = ["stage", "variant", "projected_ns", "change_pct"]
+SENSITIVITY_COLUMNS = ["stage", "parameter", "factor", "projected_ns", "change_pct"]
 
 
 def sensitivity(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str], source: Chip,
@@ -335,11 +333,11 @@ def sensitivity(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str],
     from ``base``'s projection (percent)."""
     reference = stage_times(summary, metrics, stages, source, base)
     rows = []
-    for label, keys, factor in SENSITIVITY:
-        times = stage_times(summary, metrics, stages, source, base.scaled(keys, factor))
+    for parameter, factor in SENSITIVITY:
+        times = stage_times(summary, metrics, stages, source, base.scaled(PARAMETERS[parameter], factor))
         for stage in stages:
             ref = reference[stage]
-            rows.append({"stage": stage, "variant": label, "projected_ns": times[stage],
+            rows.append({"stage": stage, "parameter": parameter, "factor": factor, "projected_ns": times[stage],
                          "change_pct": (times[stage] - ref) * 100.0 / ref if ref else math.nan})
     return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)
 
@@ -349,7 +347,7 @@ def top_parameters(table: pd.DataFrame, stage: str, count: int = 2) -> list[tupl
     rows = table[table["stage"] == stage]
     moves = {}
     for name in PARAMETERS:
-        changes = rows.loc[rows["variant"].str.startswith(name + " "), "change_pct"].abs()
+        changes = rows.loc[rows["parameter"] == name, "change_pct"].abs()
         if len(changes) and changes.notna().any():
             moves[name] = float(changes.max())
     return sorted(moves.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
@@ -396,7 +394,7 @@ class Validation:
         """Median |error| of the matched kernels, projected and no-change baseline (percent)."""
         return {"kernel_median_abs_error_pct": float(self.kernels["error_pct"].abs().median()),
                 "kernel_baseline_median_abs_error_pct": float(self.kernels["baseline_error_pct"].abs().median()),
-                "kernels": len(self.kernels)}
+                "matched_kernels": len(self.kernels)}
 
 
 def _error(value: float, truth: float) -> float:
@@ -482,8 +480,25 @@ def _records(frame: pd.DataFrame) -> list[dict]:
             for row in frame.to_dict("records")]
 
 
+@dataclass(frozen=True)
+class Check:
+    """A capture of the same workload on the target chip: its directory name, GPU and nsys kernel summary."""
+
+    run: str
+    gpu: str | None
+    summary: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Target:
+    """A chip to project onto (report.yaml ``chips``), with the capture on it to check against."""
+
+    chip: Chip
+    check: Check | None = None
+
+
 def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped: list[Chip],
-            other: VersionInputs | None = None, top_n: int = 20) -> dict:
+            other: Check | None = None, top_n: int = 20) -> dict:
     """Everything the command and the page show about one version on ``target``, JSON-ready:
     the projection, the sensitivity with the parameters that move each stage most and the smallest
     chip keeping it, energy (None unless the capture recorded it) and, with ``other`` (the same
@@ -509,9 +524,8 @@ def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped:
     if power is not None:
         result["energy"] = _records(power)
     if other is not None:
-        check = validate(projection, other.kernel_summary, top_n)
-        other_gpu = other.gpus[0].name if other.gpus else None
-        result["validation"] = {"gpu": other_gpu, "stages": _records(check.stages),
+        check = validate(projection, other.summary, top_n)
+        result["validation"] = {"run": other.run, "gpu": other.gpu, "stages": _records(check.stages),
                                 "kernels": _records(check.kernels), "unmatched": check.unmatched,
                                 "unequal_launches": check.unequal, **check.summary()}
     return result
@@ -521,3 +535,14 @@ def _chip_dict(chip: Chip) -> dict:
     return {"key": chip.key, "name": chip.name,
             "figures": {k: {"value": f.value, "source": f.source, "estimate": f.estimate,
                             "uncertainty_pct": f.uncertainty_pct} for k, f in chip.figures.items()}}
+
+
+def version_what_if(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> list[dict]:
+    """:func:`what_if` of the version on each chip report.yaml lists (none without nsys and ncu data)."""
+    if not settings.chips or not len(inputs.kernel_metrics) or not len(inputs.kernel_summary):
+        return []
+    return [what_if(inputs, metrics, target.chip, list(settings.chip_basis), target.check, settings.top_n)
+            for target in settings.chips]
+
+
+ANALYSES = [Analysis("what_if", version_what_if)]

@@ -19,9 +19,8 @@ from generator.analyses.join import attach_stage_time
 from generator.analyses.projection import KEEP_PCT, what_if
 from generator.errors import InputError
 from generator.model import VersionInputs
-from generator.pipeline.chips import load_chip, shipped, shipped_chips
+from generator.pipeline.chips import check_of, load_chip, read_run, shipped, shipped_chips
 from generator.render.data_files import json_safe
-from generator.run_layout import MANIFEST
 
 HELP = "project a run's measured kernels onto another chip (floor × measured excess), with sensitivity"
 CI_WIDTH = 150
@@ -45,17 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the projection as JSON")
 
 
-def read_run(path: Path) -> VersionInputs:
-    """A capture run directory's inputs, as a one-run version."""
-    from generator.pipeline.config import Inputs, VersionConfig
-    from generator.pipeline.inputs import InputCache, version_inputs
-
-    if not (path / MANIFEST).is_file():
-        raise InputError(path, "not a capture run directory (no manifest.json)")
-    with InputCache() as cache:
-        return version_inputs(VersionConfig.model_construct(runs=[path], inputs=Inputs()), cache, path / MANIFEST, 0)
-
-
 def read_version(report: Path, version_id: str) -> VersionInputs:
     """A report.yaml version's inputs."""
     from generator.pipeline.config import load_report
@@ -74,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = read_version(args.report, args.source) if args.report else read_run(Path(args.source))
     if not len(inputs.kernel_metrics) or not len(inputs.kernel_summary):
         raise InputError(args.source, "needs nsys kernel times and ncu launches (a run captured with ncu)")
-    other = read_run(args.validate) if args.validate else None
+    other = check_of(args.validate) if args.validate else None
     metrics = attach_stage_time(inputs.kernel_metrics, inputs.kernel_summary)
     result = what_if(inputs, metrics, target, shipped_chips(), other, args.top)
     _print(Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH), result)
@@ -103,15 +91,17 @@ def _print(console: Console, result: dict) -> None:
                       f"{_ms(row['low_ns'])}–{_ms(row['high_ns'])}", f"{row['profiled_pct']:.0f}%",
                       _ms(row["host_gap_ns"]))
     console.print(table)
-    variants = list(dict.fromkeys(r["variant"] for r in result["sensitivity"]))
-    table = Table("stage", *variants, title="sensitivity: change of the stage's kernel time on the captured GPU")
+    variants = list(dict.fromkeys((r["parameter"], r["factor"]) for r in result["sensitivity"]))
+    table = Table("stage", *(f"{p.replace('_', ' ')} ×{f:g}" for p, f in variants),
+                  title="sensitivity: change of the stage's kernel time on the captured GPU")
     for stage in result["moves"]:
-        rows = {r["variant"]: r["change_pct"] for r in result["sensitivity"] if r["stage"] == stage}
+        rows = {(r["parameter"], r["factor"]): r["change_pct"] for r in result["sensitivity"] if r["stage"] == stage}
         table.add_row(stage, *(_pct(rows[v]) for v in variants))
     console.print(table)
     for stage, move in result["moves"].items():
-        named = ", ".join(f"{p['parameter']} ({p['change_pct']:.1f}%)" for p in move["parameters"])
-        kept = ", ".join(f"{k} f={v:g}" if v is not None else f"{k}: none" for k, v in move["smallest"].items())
+        named = ", ".join(f"{p['parameter'].replace('_', ' ')} ({p['change_pct']:.1f}%)" for p in move["parameters"])
+        kept = ", ".join(f"{k.replace('_', ' ')} f={v:g}" if v is not None else f"{k}: none"
+                         for k, v in move["smallest"].items())
         console.print(f"{stage}: moved most by {named}; smallest chip keeping it within {KEEP_PCT:g}% "
                       f"(rates ×f, launch latency ×1/f): {kept}")
     if result["energy"] is None:
@@ -124,6 +114,6 @@ def _print(console: Console, result: dict) -> None:
             table.add_row(row["stage"], _ms(row["projected_ns"]), _ms(row["measured_ns"]), _pct(row["error_pct"]),
                           _pct(row["baseline_error_pct"]))
         console.print(table)
-        console.print(f"{check['kernels']} top kernels matched by identity: median |error| "
+        console.print(f"{check['matched_kernels']} top kernels matched by identity: median |error| "
                       f"{check['kernel_median_abs_error_pct']:.1f}% (no-change: "
                       f"{check['kernel_baseline_median_abs_error_pct']:.1f}%)")

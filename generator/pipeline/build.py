@@ -31,6 +31,7 @@ from generator.languages import LANGS
 from generator.machine import cpus
 from generator.model import ReportMeta, VersionInputs
 from generator.pipeline.build_cache import BuildCache, default_root
+from generator.pipeline.chips import report_targets, shipped_chips
 from generator.pipeline.config import ReportConfig, VersionConfig, in_languages, load_report, report_meta
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
@@ -159,7 +160,8 @@ def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, tr
     config = job.config
     versions = config.versions
     settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
-                                margin=config.classification.margin, peaks=config.gpu.as_settings())
+                                margin=config.classification.margin, peaks=config.gpu.as_settings(),
+                                chips=report_targets(config, job.path), chip_basis=tuple(shipped_chips()))
     count = max(rebuilt) + 1
     groups = _sharing_groups([_input_files(versions[i]) for i in range(count)])
     inputs: dict[int, tuple[VersionInputs, SweepResult | None, dict | Exception]] = {}

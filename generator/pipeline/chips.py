@@ -8,9 +8,12 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Chip, Figure
+from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip, Figure, Target
 from generator.errors import InputError
-from generator.pipeline.config import key_path
+from generator.model import VersionInputs
+from generator.pipeline.config import Inputs, ReportConfig, VersionConfig, key_path
+from generator.pipeline.inputs import InputCache, version_inputs
+from generator.run_layout import MANIFEST
 
 #: the chips the package ships: generator/chips/<key>.yaml
 CHIPS_DIR = Path(__file__).resolve().parent.parent / "chips"
@@ -61,10 +64,11 @@ def shipped() -> list[str]:
     return sorted(p.stem for p in CHIPS_DIR.glob("*.yaml"))
 
 
-def load_chip(name_or_file: str | Path) -> Chip:
-    """A shipped chip by key (``h100-sxm``) or a chip file by path; InputError on a bad one."""
+def load_chip(name_or_file: str | Path, base: Path | None = None) -> Chip:
+    """A shipped chip by key (``h100-sxm``) or a chip file by path (relative to ``base`` when
+    given); InputError on a bad one."""
     text = str(name_or_file)
-    path = CHIPS_DIR / f"{text}.yaml" if text in shipped() else Path(text)
+    path = CHIPS_DIR / f"{text}.yaml" if text in shipped() else (base or Path()) / text
     if not path.is_file():
         raise InputError(path, f"no such chip file (shipped chips: {', '.join(shipped())})")
     try:
@@ -85,3 +89,24 @@ def load_chip(name_or_file: str | Path) -> Chip:
 def shipped_chips() -> list[Chip]:
     """Every chip the package ships."""
     return [load_chip(key) for key in shipped()]
+
+
+def read_run(path: Path) -> VersionInputs:
+    """A capture run directory's inputs, as a one-run version."""
+    if not (path / MANIFEST).is_file():
+        raise InputError(path, "not a capture run directory (no manifest.json)")
+    with InputCache() as cache:
+        return version_inputs(VersionConfig.model_construct(runs=[path], inputs=Inputs()), cache, path / MANIFEST, 0)
+
+
+def check_of(run: Path) -> Check:
+    """The parts of a capture run a projection is checked against."""
+    found = read_run(run)
+    return Check(run.name, found.gpus[0].name if found.gpus else None, found.kernel_summary)
+
+
+def report_targets(config: ReportConfig, report_file: Path) -> tuple[Target, ...]:
+    """The chips report.yaml lists, loaded, each with the capture to check it against."""
+    base = Path(report_file).resolve().parent
+    return tuple(Target(load_chip(entry.chip, base), check_of(entry.validate_with) if entry.validate_with else None)
+                 for entry in config.chips)

@@ -205,6 +205,19 @@ class GpuPeaks(_Strict):
         return self.model_dump(exclude_defaults=True)
 
 
+class ChipTarget(_Strict):
+    """A chip to project the versions onto (``h100-sxm``, or a chip file relative to report.yaml),
+    and optionally a capture run of the same workload on it to check the projection against."""
+
+    chip: CleanStr
+    validate_with: RunDir | None = Field(default=None, alias="validate")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        return {"chip": data} if isinstance(data, str) else data
+
+
 class Classification(_Strict):
     rule: Literal["sol", "roofline", "sm_dram_margin"] = "sol"
     margin: float = Field(default=5.0, ge=0, allow_inf_nan=False)
@@ -218,12 +231,14 @@ class ReportConfig(_Strict):
     gpu: GpuPeaks = GpuPeaks()
     classification: Classification = Classification()
     top_n: int = Field(default=20, ge=1)
+    chips: list[ChipTarget] = []
     versions: list[VersionConfig] = Field(min_length=1)
 
     def input_paths(self) -> list[Path]:
         """Every run directory and file the report reads (what a build must never delete)."""
         parts = [*self.versions, *(point for v in self.versions for point in v.sweep)]
-        return [path for part in parts for path in [*part.runs, *part.inputs.paths()]]
+        checks = [c.validate_with for c in self.chips if c.validate_with is not None]
+        return [path for part in parts for path in [*part.runs, *part.inputs.paths()]] + checks
 
     @model_validator(mode="after")
     def _unique_versions(self) -> ReportConfig:
