@@ -211,3 +211,20 @@ def test_what_if_page_shows_the_projection_and_its_validation(tmp_path: Path) ->
         assert "| decode | 80.00 | 84.27 | -5.1% | -9.8% |" in text  # projected, H100, error, no change
     assert "energy not recorded in this capture" in en and "本次采集未记录能耗" in zh
     assert "No capture on the target chip was given" in en  # the RTX 5090 has none
+
+
+def test_energy_only_from_the_manifest(h200: VersionInputs) -> None:
+    """No committed capture records energy (None); a manifest that does gives joules per token and
+    the projection at the target's stated board power (the key newer captures write)."""
+    stages = proj.stage_list(h200.kernel_summary)
+    chip = load_chip("h100-sxm")
+    projection = proj.project(h200.kernel_summary, _joined(h200), h200.stage_spans, stages, _basis(h200), chip)
+    assert proj.energy(h200.manifest, projection, proj.tokens(h200.manifest)) is None
+    assert proj.tokens(h200.manifest) == {"decode": 32, "prefill": 64}
+    manifest = {**h200.manifest, "energy": {"source": "nvml", "note": "", "stages": {
+        "decode": {"joules": 96.0, "seconds": 0.8, "watts": 120.0, "resolved": True}}}}
+    table = proj.energy(manifest, projection, proj.tokens(manifest))
+    row = table.iloc[0]
+    assert row["joules_per_token"] == 3.0  # 96 J / 32 new tokens
+    decode = projection.stages.set_index("stage").at["decode", "projected_ns"]
+    assert row["projected_joules"] == pytest.approx(decode / 1e9 * 700)

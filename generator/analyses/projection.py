@@ -450,6 +450,8 @@ def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]
     projected = dict(zip(projection.stages["stage"], projection.stages["projected_ns"]))
     rows = []
     for stage, item in stages.items():
+        if not isinstance(item, dict):
+            continue
         joules, seconds = float(item.get("joules", math.nan)), float(item.get("seconds", math.nan))
         count = tokens.get(stage)
         seconds_p = projected.get(stage, math.nan) / 1e9
