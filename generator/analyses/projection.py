@@ -203,6 +203,10 @@ def launch_terms(metrics: pd.DataFrame, source: Chip) -> pd.DataFrame:
         "launch": np.full(len(metrics), source.get("launch_latency_us") * 1e3),
         "datapath": [_datapath_figure(t) for t in metrics.get("tensor_datapath", [None] * len(metrics))],
         "dram_bytes": _num(metrics, "dram_bytes"),
+        # ncu measured what the floor needs: the DRAM bytes and the peak they are read against
+        "counted": (pd.to_numeric(metrics.get("dram_bytes"), errors="coerce").notna()
+                    & pd.to_numeric(metrics.get("peak_dram_bytes_per_s"), errors="coerce").notna()).to_numpy()
+        if "dram_bytes" in metrics and "peak_dram_bytes_per_s" in metrics else np.zeros(len(metrics), dtype=bool),
     }, index=metrics.index)
     terms["launch"] = terms["launch"].fillna(0.0)
     terms["floor"] = terms[list(TERMS)].max(axis=1)
@@ -261,7 +265,7 @@ KERNEL_COLUMNS = ["stage", "name", "launches", "measured_ns", "projected_ns", "l
 def _kernel_ratios(terms: pd.DataFrame, source: Chip, target: Chip, ranges: bool = True) -> pd.DataFrame:
     """Per (stage, nsys kernel) the ratio Σt'/Σt of its profiled launches: point, low and high
     (the point again without ``ranges``)."""
-    frame = terms[terms["summary_name"].notna()].copy()
+    frame = terms[terms["summary_name"].notna() & terms["counted"]].copy()
     frame["point"] = project_launches(frame, source, target, MODEL)
     if ranges:
         fast, slow = target.bounded(True), target.bounded(False)
@@ -294,7 +298,7 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
         mix = {col: (sum(ns * ratios.at[(stage, name), col] for name, ns in known) / measured_known
                      if measured_known else math.nan) for col in ("point", "low", "high")}
         if not measured_known and len(rows):
-            notes.append(f"stage {stage}: no profiled launch, not projected")
+            notes.append(f"stage {stage}: no launch profiled with DRAM bytes and peaks, not projected")
         for row in rows.itertuples(index=False):
             hit = (stage, row.name) in ratios.index
             r = ratios.loc[(stage, row.name)] if hit else mix
@@ -363,6 +367,8 @@ def smallest_chip(summary: pd.DataFrame, metrics: pd.DataFrame, stage: str, sour
     groups = {name: PARAMETERS[name] for name in parameters}
     groups["together"] = tuple(k for name in parameters for k in PARAMETERS[name])
     found: dict[str, float | None] = {}
+    if math.isnan(stage_times(summary, metrics, [stage], source, base)[stage]):
+        return dict.fromkeys(groups)  # the stage is not projected
     for name, keys in groups.items():
         best = None
         for factor in SHRINK:

@@ -91,6 +91,8 @@ def _print(console: Console, result: dict) -> None:
                       f"{_ms(row['low_ns'])}–{_ms(row['high_ns'])}", f"{row['profiled_pct']:.0f}%",
                       _ms(row["host_gap_ns"]))
     console.print(table)
+    for note in result["notes"]:
+        console.print(note)
     variants = list(dict.fromkeys((r["parameter"], r["factor"]) for r in result["sensitivity"]))
     table = Table("stage", *(f"{p.replace('_', ' ')} ×{f:g}" for p, f in variants),
                   title="sensitivity: change of the stage's kernel time on the captured GPU")
@@ -99,6 +101,8 @@ def _print(console: Console, result: dict) -> None:
         table.add_row(stage, *(_pct(rows[v]) for v in variants))
     console.print(table)
     for stage, move in result["moves"].items():
+        if not move["parameters"]:
+            continue
         named = ", ".join(f"{p['parameter'].replace('_', ' ')} ({p['change_pct']:.1f}%)" for p in move["parameters"])
         kept = ", ".join(f"{k.replace('_', ' ')} f={v:g}" if v is not None else f"{k}: none"
                          for k, v in move["smallest"].items())
