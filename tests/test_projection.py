@@ -228,3 +228,15 @@ def test_energy_only_from_the_manifest(h200: VersionInputs) -> None:
     assert row["joules_per_token"] == 3.0  # 96 J / 32 new tokens
     decode = projection.stages.set_index("stage").at["decode", "projected_ns"]
     assert row["projected_joules"] == pytest.approx(decode / 1e9 * 700)
+
+
+def test_a_report_version_with_unprofiled_stages(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--report REPORT VERSION`: examples/small-vlm-h200 v1 has ncu launches (all with DRAM bytes) only
+    in prefill and decode: its vision and projector stages are not projected, and the output says so."""
+    report = Path(__file__).resolve().parent.parent / "examples" / "small-vlm-h200" / "report.yaml"
+    assert main(["project", "v1", "--report", str(report), "--chip", "b200"]) == 0
+    out = capsys.readouterr().out
+    assert "stage vision: no launch profiled with DRAM bytes and peaks, not projected" in out
+    assert "stage projector: no launch profiled with DRAM bytes and peaks, not projected" in out
+    assert main(["project", "v9", "--report", str(report), "--chip", "b200"]) == 2
+    assert "no version 'v9' (versions: v1" in capsys.readouterr().err
