@@ -21,6 +21,7 @@ from generator.errors import InputError
 from generator.model import VersionInputs
 from generator.pipeline.chips import check_of, load_chip, read_run, shipped, shipped_chips
 from generator.render.data_files import json_safe
+from generator.text_safety import clean_tree
 
 HELP = "project a run's measured kernels onto another chip (floor × measured excess), with sensitivity"
 CI_WIDTH = 150
@@ -65,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     other = check_of(args.validate) if args.validate else None
     metrics = attach_stage_time(inputs.kernel_metrics, inputs.kernel_summary)
     result = what_if(inputs, metrics, target, shipped_chips(), other, args.top)
-    _print(Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH), result)
+    console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else CI_WIDTH)
+    _print(console, clean_tree(result))
     if args.json:
         text = json.dumps(json_safe(result), sort_keys=True, indent=2, ensure_ascii=False)
         args.json.write_text(text + "\n", encoding="utf-8")

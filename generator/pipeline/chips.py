@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip, Figure, Target
 from generator.errors import InputError
 from generator.model import VersionInputs
-from generator.pipeline.config import Inputs, ReportConfig, VersionConfig, key_path
+from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig, key_path
 from generator.pipeline.inputs import InputCache, version_inputs
 from generator.run_layout import MANIFEST
 
@@ -29,7 +29,7 @@ class FigureSpec(_Strict):
     """A figure: value, where it comes from; an estimate says how uncertain it is."""
 
     value: Positive
-    source: str = Field(min_length=1)
+    source: Annotated[CleanStr, Field(min_length=1)]
     estimate: bool = False
     uncertainty_pct: float = Field(default=0.0, ge=0, lt=100, allow_inf_nan=False)
 
@@ -43,8 +43,8 @@ class FigureSpec(_Strict):
 class ChipSpec(_Strict):
     """A whole chip file."""
 
-    name: str = Field(min_length=1)
-    gpu_names: list[str] = []
+    name: Annotated[CleanStr, Field(min_length=1)]
+    gpu_names: list[CleanStr] = []
     figures: dict[str, FigureSpec]
 
     @field_validator("figures")
