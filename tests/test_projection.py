@@ -153,6 +153,7 @@ BAD = {
     "negative.yaml": (None, "figures.dram_bandwidth_gbps.value: Input should be greater than 0"),
     "estimate.yaml": (None, "figures.l2_mb: an estimate needs uncertainty_pct above 0"),
     "list.yaml": ([1, 2], "expected a mapping at the top level"),
+    "broken.yaml": ("name: [", "not valid YAML"),
 }
 
 
@@ -168,7 +169,7 @@ def test_bad_chip_files_are_one_line_errors(name: str, tmp_path: Path, capsys: p
         else:
             data["figures"]["l2_mb"]["estimate"] = True
     path = tmp_path / name
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
     assert main(["project", str(H200_RUN), "--chip", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and expected in err, err
@@ -209,6 +210,9 @@ def test_what_if_page_shows_the_projection_and_its_validation(tmp_path: Path) ->
     for text in (en, zh):
         assert "| decode | 76.02 | 80.00 | " in text.replace("解码", "decode")  # measured, projected (ms)
         assert "| decode | 80.00 | 84.27 | -5.1% | -9.8% |" in text  # projected, H100, error, no change
+    assert en.count("## Sensitivity") == 1 and zh.count("## 敏感度") == 1  # of the captured chip, once
+    assert "- decode: moved most by DRAM bandwidth (12.2%) and launch latency (4.6%)." in en
+    assert "| decode | +12.2% | -5.1% | +1.0% | +0.0% | +0.0% | -4.6% |" in en
     assert "energy not recorded in this capture" in en and "本次采集未记录能耗" in zh
     assert "No capture on the target chip was given" in en  # the RTX 5090 has none
 
@@ -240,3 +244,15 @@ def test_a_report_version_with_unprofiled_stages(capsys: pytest.CaptureFixture[s
     assert "stage projector: no launch profiled with DRAM bytes and peaks, not projected" in out
     assert main(["project", "v9", "--report", str(report), "--chip", "b200"]) == 2
     assert "no version 'v9' (versions: v1" in capsys.readouterr().err
+
+
+def test_bad_chips_in_report_yaml_are_one_line_errors(tmp_path: Path) -> None:
+    from generator.errors import InputError
+    from generator.pipeline.config import load_report
+
+    report = tmp_path / "report.yaml"
+    report.write_text(yaml.safe_dump({
+        "id": "r", "title": {"en": "r", "zh": "r"}, "chips": [{"chip": "h100-sxm", "validate": "nowhere"}],
+        "versions": [{"id": "v1", "title": {"en": "v", "zh": "v"}, "date": "2026-11-26", "runs": [str(H200_RUN)]}]}))
+    with pytest.raises(InputError, match=r"chips\[0\]\.validate: run directory not found: nowhere"):
+        load_report(report)

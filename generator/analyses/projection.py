@@ -506,28 +506,30 @@ class Target:
 
 
 def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped: list[Chip],
-            other: Check | None = None, top_n: int = 20) -> dict:
+            other: Check | None = None, top_n: int = 20, with_sensitivity: bool = True) -> dict:
     """Everything the command and the page show about one version on ``target``, JSON-ready:
-    the projection, the sensitivity with the parameters that move each stage most and the smallest
-    chip keeping it, energy (None unless the capture recorded it) and, with ``other`` (the same
-    workload captured on the target), the validation."""
+    the projection, the sensitivity of the captured chip with the parameters that move each stage
+    most and the smallest chip keeping it (None without ``with_sensitivity``: it does not depend on
+    the target), energy (None unless the capture recorded it) and, with ``other`` (the same workload
+    captured on the target), the validation."""
     summary = inputs.kernel_summary
     stages = stage_list(summary)
     gpu = inputs.gpus[0] if inputs.gpus else None
     source = reference_chip(gpu, shipped, captured_chip(gpu, inputs.kernel_metrics, summary))
     projection = project(summary, metrics, inputs.stage_spans, stages, source, target)
-    table = sensitivity(summary, metrics, stages, source, source)
-    moves = {}
-    for stage in stages:
-        top = top_parameters(table, stage)
-        moves[stage] = {"parameters": [{"parameter": p, "change_pct": c} for p, c in top],
-                        "smallest": smallest_chip(summary, metrics, stage, source, source, [p for p, _ in top])}
     result = {
         "source": _chip_dict(source), "target": _chip_dict(target), "model": projection.model,
         "stages": _records(projection.stages), "kernels": _records(projection.kernels), "notes": projection.notes,
-        "sensitivity": _records(table), "moves": moves,
-        "energy": None, "validation": None,
+        "sensitivity": None, "moves": None, "energy": None, "validation": None,
     }
+    if with_sensitivity:
+        table = sensitivity(summary, metrics, stages, source, source)
+        moves = {}
+        for stage in stages:
+            top = top_parameters(table, stage)
+            moves[stage] = {"parameters": [{"parameter": p, "change_pct": c} for p, c in top],
+                            "smallest": smallest_chip(summary, metrics, stage, source, source, [p for p, _ in top])}
+        result["sensitivity"], result["moves"] = _records(table), moves
     power = energy(inputs.manifest, projection, tokens(inputs.manifest))
     if power is not None:
         result["energy"] = _records(power)
@@ -546,11 +548,12 @@ def _chip_dict(chip: Chip) -> dict:
 
 
 def version_what_if(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> list[dict]:
-    """:func:`what_if` of the version on each chip report.yaml lists (none without nsys and ncu data)."""
+    """:func:`what_if` of the version on each chip report.yaml lists (none without nsys and ncu data);
+    the sensitivity, the same for every chip, with the first."""
     if not settings.chips or not len(inputs.kernel_metrics) or not len(inputs.kernel_summary):
         return []
-    return [what_if(inputs, metrics, target.chip, list(settings.chip_basis), target.check, settings.top_n)
-            for target in settings.chips]
+    return [what_if(inputs, metrics, target.chip, list(settings.chip_basis), target.check, settings.top_n, i == 0)
+            for i, target in enumerate(settings.chips)]
 
 
 ANALYSES = [Analysis("what_if", version_what_if)]
