@@ -26,7 +26,7 @@ from generator.analyses.chart_notes import with_sweep_note
 from generator.analyses.result import SweepResult, VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_alone, analyze_version
 from generator.errors import InputError
-from generator.forks import Forks, fork_safe
+from generator.forks import Forks, fork_safe, with_origin
 from generator.languages import LANGS
 from generator.machine import cpus
 from generator.model import ReportMeta, VersionInputs
@@ -246,7 +246,7 @@ def _alone(version_id: str, inputs: VersionInputs, settings: AnalysisSettings) -
     try:
         return analyze_alone(version_id, inputs, settings)
     except Exception as exc:  # noqa: BLE001 - raised by _analysis, in the version's turn
-        return exc
+        return with_origin(exc)
 
 
 def _input_files(version: VersionConfig) -> set[Path]:
