@@ -72,9 +72,11 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-        build_site(list(reports), args.out, args.src or default_src(paths, args.out), site_url=args.site_url,
-                   langs=langs, progress=progress, force=args.force,
-                   cache=BuildCache(None if args.no_cache else default_root()))
+        backups = build_site(list(reports), args.out, args.src or default_src(paths, args.out),
+                             site_url=args.site_url, langs=langs, progress=progress, force=args.force,
+                             cache=BuildCache(None if args.no_cache else default_root()))
+    for target, backup in backups:
+        console.print(f"--force: what {target} held before was moved to {backup}", soft_wrap=True, markup=False)
     console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0
 
