@@ -288,8 +288,8 @@ versions:
     assert build.returncode == 130, err
     assert [line for line in err.splitlines() if line.startswith(("error", "Traceback"))] == [
         "error: interrupted; nothing was replaced"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.yaml", "site", "src"]
-    assert list(site.iterdir()) == [] and [p.name for p in src.iterdir() if ".kr-" in p.name] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.yaml", "site"]  # src/ it made: removed
+    assert list(site.iterdir()) == [] and not src.exists()
 
 
 def test_inspect_prints_no_terminal_escapes(tmp_path: Path) -> None:

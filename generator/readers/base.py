@@ -139,17 +139,15 @@ def plain_file(path: Path) -> Iterator[Path]:
     try:
         folder = tempfile.TemporaryDirectory(prefix="kernel-report-")
     except OSError as exc:
-        raise InputError(path, _no_room(tempfile.gettempdir(), exc)) from None
+        raise InputError(path, no_room(tempfile.gettempdir(), exc)) from None
     with folder as tmp:
-        try:
-            plain = decompressed_copy(path, Path(tmp) / path.stem)
-        except OSError as exc:  # a full $TMPDIR (ENOSPC) mid-build
-            raise InputError(path, _no_room(tmp, exc)) from None
+        plain = decompressed_copy(path, Path(tmp) / path.stem)
         with naming(path):
             yield plain
 
 
-def _no_room(folder: str, exc: OSError) -> str:
+def no_room(folder: str | Path, exc: OSError) -> str:
+    """The problem of an input that could not be decompressed into ``folder``."""
     return f"cannot decompress into {folder} ({exc.strerror or exc}); free space there or point TMPDIR elsewhere"
 
 
@@ -166,8 +164,12 @@ def _stat_key(path: Path) -> tuple[str, int, int, int]:
 
 def decompressed_copy(path: Path, plain: Path) -> Path:
     """``plain``, written with the content of ``path`` (.xz or .zst); its digest (:func:`sha256_of`) is the
-    one of ``path``, the file its provenance names (:func:`read_from`), not one of its own."""
-    decompress(path, plain)
+    one of ``path``, the file its provenance names (:func:`read_from`), not one of its own. InputError
+    naming ``path`` when ``plain`` cannot be written (a full $TMPDIR)."""
+    try:
+        decompress(path, plain)
+    except OSError as exc:
+        raise InputError(path, no_room(plain.parent, exc)) from None
     _COPIES[_stat_key(plain)] = path
     return plain
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -33,10 +34,14 @@ WHOLE = {"count", "launch_id"}
 NAME_LIMIT = 1 << 16
 
 
+_MARK = re.compile(r"…\[\+\d+ characters\]")
+
+
 def bounded_name(name: object) -> object:
     """``name`` cut to :data:`NAME_LIMIT` characters and marked ``…[+N characters]`` when longer (as
-    :func:`bounded_name_sql` does inside SQLite); anything else as it is."""
-    if isinstance(name, str) and len(name) > NAME_LIMIT:
+    :func:`bounded_name_sql` does inside SQLite; a name cut already stays as it is); anything else as
+    it is."""
+    if isinstance(name, str) and len(name) > NAME_LIMIT and not _MARK.fullmatch(name, NAME_LIMIT):
         return f"{name[:NAME_LIMIT]}…[+{len(name) - NAME_LIMIT} characters]"
     return name
 
