@@ -43,8 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the Markdown sources go (default: OUT_src beside --out; the bundled example's "
                              "committed site_src/ only when building the example into site)")
     parser.add_argument("--force", action="store_true",
-                        help="replace --out even if an earlier build did not write it (never a directory "
-                             "holding inputs, the report, /, home or the current directory)")
+                        help="build into --out/--src even if an earlier build did not write them: what they "
+                             "held is moved to a backup beside them (<name>.kr-backup-N), nothing is deleted "
+                             "(never a directory holding inputs, the report, /, home, the current directory "
+                             "or a symbolic link)")
     parser.add_argument("--no-cache", action="store_true",
                         help="read every input afresh, neither using nor filling the build cache (its folder: "
                              "KERNEL_REPORT_CACHE, default the user cache folder; size: KERNEL_REPORT_CACHE_MAX_MB)")
