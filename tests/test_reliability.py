@@ -101,7 +101,7 @@ def test_header_only_and_underscore_numbers_are_refused(tmp_path: Path, capsys: 
 def test_an_unreadable_input_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     """/proc/self/mem reads fail with EIO: the message names the file (it named none)."""
     message = one_line_error(capsys, ["inspect", "/proc/self/mem"])
-    assert message.startswith("error: /proc/") and "/mem: cannot read (Input/output error)" in message
+    assert message.startswith("error: /proc/") and "/mem: cannot read: Input/output error" in message
 
 
 # --- builds ------------------------------------------------------------------------------------------

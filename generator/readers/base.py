@@ -61,7 +61,7 @@ def head_bytes(path: Path, n: int = HEAD_BYTES) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(n)
     except OSError as exc:  # /proc/self/mem: EIO, naming no file
-        raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def detect(path: str | Path) -> Reader:
@@ -189,6 +189,6 @@ def sha256_of(path: Path) -> str:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     digest.update(block)
         except OSError as exc:  # /proc/self/mem: EIO, naming no file
-            raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+            raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
         _DIGESTS[key] = digest.hexdigest()
     return _DIGESTS[key]

@@ -99,14 +99,14 @@ def _field(head: str, unknown: list[str]) -> tuple[str, float] | None:
 
 
 #: A number as nsys prints one (thousands commas removed first): digits, a point, an exponent.
-_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMAL = re.compile(r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
 
 
 def _number(path: Path, line: int, column: str, cell: str) -> float:
     text = cell.strip().replace(",", "")
     if text.lower() in _MISSING:
         return math.nan
-    if not _DECIMAL.fullmatch(text):  # float() also takes "1_000", " 1e3", "infinity"
+    if not _DECIMAL.fullmatch(text):  # float() also takes "1_000" and " 1e3"; inf is refused below
         raise InputError(path, f"line {line}: {column} {cell.strip()[:40]!r} is not a number")
     value = float(text)
     if not 0 <= value <= LIMIT:  # also NaN and inf written as numbers
