@@ -43,8 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the Markdown sources go (default: OUT_src beside --out; the bundled example's "
                              "committed site_src/ only when building the example into site)")
     parser.add_argument("--force", action="store_true",
-                        help="replace --out even if an earlier build did not write it (never a directory "
-                             "holding inputs, the report, /, home or the current directory)")
+                        help="build into --out/--src even if an earlier build did not write them: what they "
+                             "held is moved to a backup beside them (<name>.kr-backup-N), nothing is deleted "
+                             "(never a directory holding inputs, the report, /, home, the current directory "
+                             "or a symbolic link)")
     parser.add_argument("--no-cache", action="store_true",
                         help="read every input afresh, neither using nor filling the build cache (its folder: "
                              "KERNEL_REPORT_CACHE, default the user cache folder; size: KERNEL_REPORT_CACHE_MAX_MB)")
@@ -72,9 +74,11 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-        build_site(list(reports), args.out, args.src or default_src(paths, args.out), site_url=args.site_url,
-                   langs=langs, progress=progress, force=args.force,
-                   cache=BuildCache(None if args.no_cache else default_root()))
+        backups = build_site(list(reports), args.out, args.src or default_src(paths, args.out),
+                             site_url=args.site_url, langs=langs, progress=progress, force=args.force,
+                             cache=BuildCache(None if args.no_cache else default_root()))
+    for target, backup in backups:
+        console.print(f"--force: what {target} held before was moved to {backup}", soft_wrap=True, markup=False)
     console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0
 

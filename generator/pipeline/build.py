@@ -26,7 +26,7 @@ from generator.analyses.chart_notes import with_sweep_note
 from generator.analyses.result import SweepResult, VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_alone, analyze_version
 from generator.errors import InputError
-from generator.forks import Forks, fork_safe
+from generator.forks import Forks, fork_safe, with_origin
 from generator.languages import LANGS
 from generator.machine import cpus
 from generator.model import ReportMeta, VersionInputs
@@ -63,8 +63,9 @@ def build_site(
     progress: Progress | None = None,
     force: bool = False,
     cache: BuildCache | None = None,
-) -> None:
-    """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
+) -> list[tuple[Path, Path]]:
+    """Build every version of every report into ``out`` (and Markdown into ``src``), atomically; the
+    (directory, backup) pairs of directories no build wrote whose content was moved aside (``force``).
 
     ``cache`` holds parsed inputs between builds (default: :func:`build_cache.default_root`) and
     the records of which versions' pages can be kept as they are.
@@ -79,6 +80,27 @@ def build_site(
     output_dirs.refuse_overlap(out, src)
     for option, target in [("--out", out), *(("--src", src / job.config.id) for job in jobs)]:
         output_dirs.refuse_unowned(output_dirs.refuse_unsafe(target, option, inputs), option, force=force)
+    with _made_dirs_removed_on_failure([out, src]):
+        return _build_into(jobs, out, src, site_url, langs, progress, cache)
+
+
+@contextlib.contextmanager
+def _made_dirs_removed_on_failure(targets: list[Path]) -> Iterator[None]:
+    """The folders above ``targets`` (and ``targets``) that the block makes are removed again, if
+    still empty, when the block fails: a failed build leaves no empty ``<out>_src/``."""
+    missing = sorted({p for t in targets for p in (t, *t.parents) if not p.exists()}, key=lambda p: -len(p.parts))
+    try:
+        yield
+    except BaseException:
+        for folder in missing:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only an empty one
+        raise
+
+
+def _build_into(jobs: list[ReportJob], out: Path, src: Path, site_url: str | None, langs: list[str],
+                progress: Progress | None, cache: BuildCache | None) -> list[tuple[Path, Path]]:
+    """:func:`build_site` once its targets are checked."""
     src.mkdir(parents=True, exist_ok=True)
     versions = sum(len(job.config.versions) for job in jobs)
     task = progress.add_task("build", total=versions * 3) if progress else None
@@ -101,9 +123,10 @@ def build_site(
         if len(jobs) > 1:  # else the report's own index.html (written into out/) is the site's
             write_report_index(tmp_out, [(job.prefix, in_languages(job.config.title, langs)) for job in jobs],
                                langs[0])
-        for job in jobs:
-            output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id)
-        output_dirs.swap_in(tmp_out, out)
+        targets = [*(src / job.config.id for job in jobs), out]
+        backups = [output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id) for job in jobs]
+        backups.append(output_dirs.swap_in(tmp_out, out))
+    return [(target, backup) for target, backup in zip(targets, backups) if backup is not None]
 
 
 def _jobs(report_files: list[Report]) -> list[ReportJob]:
@@ -248,7 +271,7 @@ def _alone(version_id: str, inputs: VersionInputs, settings: AnalysisSettings) -
     try:
         return analyze_alone(version_id, inputs, settings)
     except Exception as exc:  # noqa: BLE001 - raised by _analysis, in the version's turn
-        return exc
+        return with_origin(exc)
 
 
 def _input_files(version: VersionConfig) -> set[Path]:

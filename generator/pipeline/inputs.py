@@ -40,7 +40,7 @@ from generator.model import (
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
-from generator.readers.base import decompressed_copy, naming, read_from
+from generator.readers.base import decompressed_copy, naming, no_room, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
     GRAPH_COLUMNS,
@@ -194,7 +194,11 @@ class InputCache:
         if path.suffix not in COMPRESSED:
             return path
         if path not in self._plain:
-            self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)
+            try:
+                folder = Path(tempfile.mkdtemp(dir=self._tmp.name))
+            except OSError as exc:  # a full $TMPDIR
+                raise InputError(path, no_room(self._tmp.name, exc)) from None
+            self._plain[path] = decompressed_copy(path, folder / path.stem)
         return self._plain[path]
 
 
