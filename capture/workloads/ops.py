@@ -10,7 +10,9 @@ ncu run numbers the calls of its measured iteration the same way and opens a pro
 exactly the calls it was given (capture.workloads.windows), instead of a whole module call.
 
 The calls are seen by a ``TorchDispatchMode``: an operator another one calls from inside its own
-implementation is not seen, in both runs alike.
+implementation is not seen, in both runs alike. The mode ignores torch.compile's internals
+(:meth:`Operators.ignore_compile_internals`): a compiled region runs its compiled code while marked,
+and the calls it makes itself (its extern kernels, e.g. ``mm``) are numbered like any other.
 """
 from __future__ import annotations
 
@@ -32,6 +34,14 @@ class Operators(TorchDispatchMode):
         super().__init__()
         self.before, self.after = before, after
         self.calls = 0
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """True: dynamo compiles and runs compiled code while the mode is active. With the default
+        (False) dynamo refuses to trace under a user dispatch mode, marks the frame skipped for the
+        whole process (torch/_dynamo/convert_frame.py, "non-infra torch dispatch mode present"),
+        and every later iteration, the measured one too, runs eager."""
+        return True
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.calls += 1
