@@ -11,10 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from capture import worker
 from capture.commands import worker_argv
-from capture.workloads.ops import Marks
+from capture.workloads.ops import Marks, Operators
 from capture.workloads.params import Params
 from capture.workloads.shapes import Calls
 from generator.run_layout import CALLS_COLUMNS, FIRST_OP_RANGE, OP_RANGE, RunLayout
@@ -117,3 +118,18 @@ def test_worker_process_writes_calls_and_facts(tmp_path: Path) -> None:
     assert (row["m"], row["n"], row["k"], row["batch"], row["flop"]) == ("16", "8", "4", "1", str(2 * 16 * 8 * 4))
     assert json.loads(row["input_strides"]) == [[4, 1], [8, 1]] and json.loads(row["output_shapes"]) == [[16, 8]]
     assert int(row["ideal_bytes"]) == 4 * (16 * 4 + 4 * 8 + 16 * 8)
+
+
+def test_calls_of_sparse_tensors_have_no_strides_and_no_ideal_bytes() -> None:
+    """A layout without strides is recorded, not fatal: the workload runs on as it would."""
+    calls = Calls()
+    with Operators(lambda _: None, lambda _: None, calls.recorder(OP_RANGE)):
+        dense = torch.eye(3)
+        total = dense.to_sparse() + dense.to_sparse()
+    assert torch.equal(total.to_dense(), 2 * torch.eye(3))
+    rows = {r[2]: r for r in calls.rows}
+    added = rows["aten.add.Tensor"]
+    assert json.loads(added[6]) == [None, None] and added[9] is None
+    assert json.loads(added[4]) == [[3, 3], [3, 3]] and json.loads(added[7]) == [[3, 3]]
+    copied = rows["aten._to_sparse.default"]
+    assert json.loads(copied[6]) == [[3, 1]] and copied[9] is None  # its output is sparse

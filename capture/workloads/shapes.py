@@ -7,7 +7,8 @@ FLOP come from ``torch.utils.flop_counter``'s formulas (those FlopCounterMode us
 without one has none, except three the mode sees undecomposed where FlopCounterMode counts their
 decomposition: ``aten.linear`` and ``aten.matmul`` (torch's ``mm`` formula on (M×K)·(K×N), times
 the batch), ``aten.scaled_dot_product_attention`` (torch's SDPA formula), and ``aten._grouped_mm``
-(no formula in torch 2.11): 2·M·N·K over its groups. Ideal bytes: each distinct input tensor read once and each output tensor written once.
+(no formula in torch 2.11): 2·M·N·K over its groups. Ideal bytes: each distinct input tensor read once and each output tensor written once
+(strided tensors; with a sparse or nested one, unknown and its strides null).
 """
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ def _tensors(tree: object) -> list[torch.Tensor]:
 
 def _bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
+
+
+def _strides(t: torch.Tensor) -> list[int] | None:
+    """A strided tensor's strides; None for another layout (sparse, nested: they have none)."""
+    return list(t.stride()) if t.layout == torch.strided and not t.is_nested else None
 
 
 def matrix_dims(packet: object, args: tuple, out: object) -> tuple[int, int, int, int] | None:
@@ -87,13 +93,15 @@ def row(iteration: str, number: int, func: object, args: tuple, kwargs: dict, ou
         dims = matrix_dims(packet, args, out)
     except (AttributeError, IndexError, TypeError):  # an overload whose operands are not two matrices
         dims = None
-    distinct = {id(t): t for t in inputs}
+    distinct = list({id(t): t for t in inputs}.values())
+    strides = [_strides(t) for t in inputs]
+    dense = all(_strides(t) is not None for t in outputs) and None not in strides
     return [
         iteration, number, str(func), stages.current or "",
         json.dumps([list(t.shape) for t in inputs]), json.dumps([str(t.dtype).removeprefix("torch.") for t in inputs]),
-        json.dumps([list(t.stride()) for t in inputs]), json.dumps([list(t.shape) for t in outputs]),
+        json.dumps(strides), json.dumps([list(t.shape) for t in outputs]),
         flop(packet, args, kwargs, out, dims),
-        sum(map(_bytes, distinct.values())) + sum(map(_bytes, outputs)),
+        sum(map(_bytes, distinct)) + sum(map(_bytes, outputs)) if dense else None,  # unknown for sparse, nested
         *(dims or (None,) * 4),
     ]
 
