@@ -19,14 +19,18 @@ NVML_REFRESH_S = 0.1
 
 
 def _handle(device: str):  # -> pynvml handle
-    """The NVML handle of the torch device ``device`` (found by its PCI bus id)."""
+    """The NVML handle of the torch device ``device``, found by its PCI bus id, else by its UUID
+    (NVML counts GPUs in its own order, whatever CUDA_VISIBLE_DEVICES says)."""
     import pynvml
     import torch
 
     index = torch.device(device).index
     props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
-    bus = f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
-    return pynvml.nvmlDeviceGetHandleByPciBusId(bus)
+    try:
+        bus = f"{props.pci_domain_id:08X}:{props.pci_bus_id:02X}:{props.pci_device_id:02X}.0"
+        return pynvml.nvmlDeviceGetHandleByPciBusId(bus)
+    except (AttributeError, pynvml.NVMLError):
+        return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{props.uuid}")
 
 
 class Energy:
@@ -56,7 +60,7 @@ class Energy:
         try:
             handle = _handle(device)
             pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
-        except pynvml.NVMLError as exc:
+        except (pynvml.NVMLError, AttributeError, RuntimeError) as exc:
             return f"no energy per stage: this GPU's NVML total-energy counter cannot be read ({exc})"
         self._nvml = (pynvml, handle)
         return (f"NVML total energy of the workload's GPU ({device}), read at each stage's start and end in a plain "
@@ -85,8 +89,11 @@ class Energy:
         self.millijoules[stage] = self.millijoules.get(stage, 0) + e1 - e0 if known else None
         if self._nvml:
             pynvml, handle = self._nvml
-            self.clock_mhz["sm"].append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-            self.clock_mhz["memory"].append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM))
+            for kind, clock in (("sm", pynvml.NVML_CLOCK_SM), ("memory", pynvml.NVML_CLOCK_MEM)):
+                try:
+                    self.clock_mhz[kind].append(pynvml.nvmlDeviceGetClockInfo(handle, clock))
+                except pynvml.NVMLError:  # a GPU that does not report this clock: none seen
+                    pass
 
     def record(self) -> dict:
         """{"source", "note", "stages": {stage: {"joules", "seconds", "watts", "resolved"}}}."""
