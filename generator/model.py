@@ -197,6 +197,9 @@ class VersionInputs:
     module_form: str | None = None
     module_kernels: pd.DataFrame | None = None
     module_classes: dict[str, str] = field(default_factory=dict)
+    #: every kernel launch of the measured stages (nsys_sqlite.LAUNCH_COLUMNS) where an nsys SQLite
+    #: export gave them; None when none did (the durations comparisons decide on)
+    launches: pd.DataFrame | None = None
 
 @dataclass(frozen=True)
 class VersionMeta:

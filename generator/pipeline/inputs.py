@@ -292,6 +292,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     modules: list[ModuleAttribution] = []  # kernel → module attribution of each staged nsys SQLite export
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
+    launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
                    + [path for entry in version.inputs.ncu for path in entry.paths])
@@ -312,6 +313,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(reading.summary)
         graphs.append(reading.graphs)
         spans.append(reading.timeline)
+        launches.append(reading.launches)
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
     for entry in version.inputs.nsys:
@@ -323,6 +325,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
                 reading = cache.stages(path, (entry.stage or ALL_STAGES,))
                 graphs.append(reading.graphs)
                 spans.append(reading.timeline)
+                launches.append(reading.launches)
             if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(reading.instances)
                 modules.append(reading.modules)
@@ -354,6 +357,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         timeline=pd.concat(timelines, ignore_index=True) if len(timelines) == 1 else None,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
+        launches=pd.concat(launches, ignore_index=True) if launches else None,
         stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS if c not in ("device", "idle_med_ns")]),
     )
 
