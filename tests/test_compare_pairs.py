@@ -32,7 +32,7 @@ def test_one_workload_captured_twice_passes(tmp_path: Path, capsys: pytest.Captu
     assert {s: r["kernel_verdict"] for s, r in stages.items()} == {
         "sam": "unchanged", "clip": "unchanged", "projector": "not enough launches", "prefill": "unchanged",
         "decode": "unchanged", "all": "unchanged"}
-    assert all(r["span_verdict"] == "not enough launches" for r in report["stages"])  # one instance each
+    assert all(r["span_verdict"] == "not enough instances" for r in report["stages"])  # one instance each
     like = report["like_with_like"]
     assert like["comparable"] is True
     assert [d["key"] for d in like["differences"]] == ["module_ranges", "module_depth", "module_overhead_runs"]

@@ -78,7 +78,7 @@ def test_one_workload_captured_twice_is_unchanged(launches) -> None:
     # the projector: 2 launches of 2 kernels, 9,312 → 9,408 ns, shown without a verdict
     assert (speed.at["projector", "kernel_prev_ns"], speed.at["projector", "kernel_ns"]) == (9312, 9408)
     # one instance per stage: a span has no distribution, so no verdict (decode's moved +33 %)
-    assert set(speed["span_verdict"]) == {ls.TOO_FEW}
+    assert set(speed["span_verdict"]) == {sc.TOO_FEW_INSTANCES}
     assert speed.at["decode", "span_rel_pct"] == pytest.approx(33.27, abs=0.01)
     assert speed.loc[speed.index != ALL_STAGES, "host_dominated"].all()  # eager loops, no CUDA graph
     for stage in ("sam", "clip", "prefill", "decode"):

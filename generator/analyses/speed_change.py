@@ -13,6 +13,7 @@ that ran no CUDA graph in either version is an eager loop: its span is mostly ho
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -28,6 +29,8 @@ from generator.model import ALL_STAGES, VersionInputs
 
 #: the verdict of every row when the two versions ran different workloads or models
 NOT_COMPARED = "not compared"
+#: a span's verdict below launch_stats.MIN_LAUNCHES range instances (one span per instance)
+TOO_FEW_INSTANCES = "not enough instances"
 MOVERS = 10
 _MEASURE = ["prev_ns", "ns", "rel_pct", "low_pct", "high_pct", "noise_pct", "verdict"]
 STAGE_SPEED_COLUMNS = ["stage", *(f"kernel_{c}" for c in _MEASURE), *(f"span_{c}" for c in _MEASURE),
@@ -92,6 +95,8 @@ def stage_speed(previous: pd.DataFrame, current: pd.DataFrame, graph_stages: set
         kernel = ls.total_change(*kernels, tick) if len(before) and len(after) else _missing()
         span = (ls.median_change(_spans(before), _spans(after), tick)
                 if len(before) and len(after) and stage != ALL_STAGES else _missing())
+        if span.verdict == ls.TOO_FEW:
+            span = dataclasses.replace(span, verdict=TOO_FEW_INSTANCES)
         rows.append({"stage": stage, **_measure("kernel_", kernel, comparable), **_measure("span_", span, comparable),
                      "prev_launches": len(before), "launches": len(after),
                      "prev_instances": before["instance"].nunique() if stage != ALL_STAGES else 0,
