@@ -72,3 +72,35 @@ def test_different_workloads_get_one_line_and_no_verdict(tmp_path: Path, capsys:
     assert {k["verdict"] for k in report["kernels"]} <= {"not compared"}
     assert capsys.readouterr().out.splitlines() == [
         "different workloads (workload: ocr-vlm → llm-decode): no faster/slower verdict."]
+
+
+def test_the_site_page_says_what_compare_says(tmp_path: Path) -> None:
+    """The bundled example (examples/ocr-vlm: v1 eager-v2, v2 sdpa-h200) analysed as the build does,
+    its v2 comparison page rendered: every stage row carries compare's numbers, interval and verdict."""
+    from generator.analyses.version import AnalysisSettings, analyze_version
+    from generator.pipeline.config import load_report, report_meta
+    from generator.pipeline.inputs import InputCache, version_inputs
+    from generator.render.pages import render_page
+
+    example = RUNS.parent / "ocr-vlm" / "report.yaml"
+    config = load_report(example)
+    settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
+                                margin=config.classification.margin, peaks=config.gpu.as_settings())
+    with InputCache() as cache:
+        first = analyze_version("v1", version_inputs(config.versions[0], cache, example, 0), settings)
+        second = analyze_version("v2", version_inputs(config.versions[1], cache, example, 1), settings, previous=first)
+    page = render_page("comparison", second, report_meta(config, None, ["en", "zh"]), "en", {})
+    code, report = _run(tmp_path, "ocr-vlm-eager-v2", "ocr-vlm-sdpa-h200")
+    assert code == 0  # SDPA is the faster side: nothing got slower
+    words = {"faster": "faster", "unchanged": "unchanged (within noise)", "not enough launches": "not enough launches"}
+    for row in report["stages"]:
+        label = "all stages" if row["stage"] == "all" else row["stage"]
+        line = next(ln for ln in page.splitlines() if ln.startswith(f"| {label} |"))
+        assert f"| {row['kernel_rel_pct']:+.2f} |" in line and f"| {words[row['kernel_verdict']]} |" in line
+        if row["kernel_low_pct"] is not None:
+            assert f"| [{row['kernel_low_pct']:+.1f}%, {row['kernel_high_pct']:+.1f}%] |" in line
+    assert [r["kernel_verdict"] for r in report["stages"]] == [
+        "faster", "faster", "not enough launches", "unchanged", "faster", "faster"]
+    assert "params.attn\\_impl: eager → sdpa" in page  # Markdown-escaped
+    longest = next(ln for ln in page.splitlines() if ln.startswith("The longest profiled kernel changed from"))
+    assert longest.index("Softmax-1 (FP32)") < longest.index("cuDNN Conv Forward (BF16)")
