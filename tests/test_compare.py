@@ -78,7 +78,7 @@ def test_a_profile_compared_with_itself_has_no_verdict(tmp_path, capsys):
     assert report["stages"] == report["kernels"] == [] and report["like_with_like"] is None
     context = report["ncu_context"]
     assert context["matched_kernels"] == 25 == len(_csv_durations_us())
-    assert len(context["rows"]) == 4 * 25 and all("status" not in r for r in context["rows"])
+    assert len(context["rows"]) == 4 * 25 and all("status" not in r for r in context["rows"])  # no verdict
     assert context["only_baseline"] == context["only_current"] == []
     assert {r["matched_by"] for r in context["rows"]} == {"name"}
     assert "no verdict" in capsys.readouterr().out

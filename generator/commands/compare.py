@@ -75,20 +75,12 @@ def run(args: argparse.Namespace) -> int:
                   "stages": verdicts.stages.to_dict("records") if verdicts else [],
                   "kernels": verdicts.kernels.to_dict("records") if verdicts else [],
                   "longest_kernel": verdicts.longest if verdicts else None,
-                  "ncu_context": _context_dict(context), "failed": failed,
+                  "ncu_context": context.as_dict(), "failed": failed,
                   "baseline_gpu": baseline.gpu, "current_gpu": current.gpu,
                   "gpu_changed": None if gpus is None else gpus["changed"]}
         text = json.dumps(json_safe(report), sort_keys=True, indent=2, ensure_ascii=False)
         args.json.write_text(text + "\n", encoding="utf-8")
     return 1 if failed else 0
-
-
-def _context_dict(context: Comparison) -> dict[str, Any]:
-    """The ncu rows for the JSON: figures and changes, no status (ncu never decides)."""
-    report = context.as_dict()
-    return {"metrics": report["metrics"], "matched_kernels": report["matched_kernels"],
-            "only_baseline": report["only_baseline"], "only_current": report["only_current"],
-            "rows": context.rows.drop(columns="status").to_dict("records")}
 
 
 @dataclass
