@@ -106,3 +106,27 @@ def test_different_workloads_get_no_verdict(launches) -> None:
     speed = sc.stage_speed(launches["ocr-vlm-sdpa-h200"], launches["ocr-vlm-eager-v2"], comparable=False)
     assert set(speed["kernel_verdict"]) == set(speed["span_verdict"]) == {sc.NOT_COMPARED}
     assert speed["kernel_rel_pct"].notna().all()  # both sides still shown
+
+
+def test_a_whole_capture_input_is_the_all_row(tmp_path: Path) -> None:
+    """small-vlm-h200 gives the export whole (stage ALL_STAGES) and per stage: the "all" row is the
+    whole capture once (plain SQL: 7,568 launches, their summed durations), never the stages added on."""
+    import lzma
+
+    from generator.pipeline.config import load_report
+    from generator.pipeline.inputs import version_inputs
+
+    example = RUNS.parent / "small-vlm-h200" / "report.yaml"
+    with InputCache() as cache:
+        inputs = version_inputs(load_report(example).versions[0], cache, example, 0)
+    plain = tmp_path / "small.sqlite"
+    plain.write_bytes(lzma.decompress((RUNS.parent.parent / "tests" / "data" / "h200-small" /
+                                       "small_vlm.nsys.sqlite.xz").read_bytes()))
+    db = sqlite3.connect(plain)
+    count, total = db.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    db.close()
+    speed = sc.stage_speed(inputs.launches, inputs.launches)
+    assert list(speed["stage"]) == ["vision", "projector", "prefill", "decode", ALL_STAGES]
+    whole = speed.set_index("stage").loc[ALL_STAGES]
+    assert (whole["launches"], whole["kernel_ns"]) == (count, total) == (7568, 18317145)
+    assert set(speed["kernel_verdict"]) == {ls.UNCHANGED}  # a capture against itself

@@ -69,6 +69,15 @@ def _spans(launches: pd.DataFrame) -> np.ndarray:
     return (frame.sort_values("start")["end"] - frame.sort_values("start")["start"]).to_numpy(dtype=float)
 
 
+def _stage_launches(launches: pd.DataFrame, stage: str) -> pd.DataFrame:
+    """The launches of ``stage``; for ALL_STAGES the whole capture's where an input gave it, else the
+    measured stages together (a capture run's ALL_STAGES, as its kernel summary counts it)."""
+    if stage != ALL_STAGES:
+        return launches[launches["stage"] == stage]
+    whole = launches[launches["stage"] == ALL_STAGES]
+    return whole if len(whole) else launches
+
+
 def tick_of(*launches: pd.DataFrame) -> float:
     """The coarsest timer step of the captures (launch_stats.timer_tick)."""
     return max(ls.timer_tick(frame["duration_ns"].to_numpy()) for frame in launches)
@@ -85,11 +94,10 @@ def stage_speed(previous: pd.DataFrame, current: pd.DataFrame, graph_stages: set
     together; a stage missing on one side has no verdict. ``graph_stages``: stages that ran CUDA
     graphs in either version (their span is not host-dominated)."""
     tick = tick_of(previous, current)
-    stages = list(dict.fromkeys([*current["stage"], *previous["stage"]]))
+    stages = [s for s in dict.fromkeys([*current["stage"], *previous["stage"]]) if s != ALL_STAGES]
     rows = []
     for stage in [*stages, ALL_STAGES]:
-        before = previous if stage == ALL_STAGES else previous[previous["stage"] == stage]
-        after = current if stage == ALL_STAGES else current[current["stage"] == stage]
+        before, after = _stage_launches(previous, stage), _stage_launches(current, stage)
         groups = [frame.groupby("stage", sort=False) for frame in (before, after)]
         kernels = [[d for _, g in grouped for d in _kernels(g).values()] for grouped in groups]
         kernel = ls.total_change(*kernels, tick) if len(before) and len(after) else _missing()
