@@ -20,6 +20,7 @@ from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.launch_stats import MIN_LAUNCHES
 from generator.analyses.modules import OUTSIDE
+from generator.analyses.projection import KEEP_PCT
 from generator.analyses.result import VersionResult
 from generator.analyses.setup import SOFTWARE, setup_facts
 from generator.metric_table import DISPLAY
@@ -52,9 +53,10 @@ from generator.render.translations import load_words, translator
 from generator.resources import TEMPLATES
 from generator.workload_params import params_read
 
-#: Page file stems in navigation order; "comparison" only exists when there is a previous version.
+#: Page file stems in navigation order; "comparison" only exists when there is a previous version,
+#: "what-if" only when report.yaml lists chips to project onto (and the version has nsys and ncu data).
 PAGES: tuple[str, ...] = ("index", "top-kernels", "modules", "classification", "durations", "histograms",
-                          "roofline", "findings", "comparison", "appendix", "downloads")
+                          "roofline", "what-if", "findings", "comparison", "appendix", "downloads")
 #: Follows "index" when the version declares a sweep (``result.sweep``).
 SWEEP_PAGE = "sweep"
 SHA_PREFIX = 12
@@ -71,15 +73,15 @@ CHANGE_ROWS_MAX = 15
 TABLE_ROW = re.compile(r"^\|(?: *:?-+:? *\|)+ *$", re.MULTILINE)
 
 
-def _ordered_pages(comparison: bool, sweep: bool) -> list[str]:
-    """Page stems in navigation order: the comparison page and the sweep page where there are ones."""
-    pages = [p for p in PAGES if p != "comparison" or comparison]
+def _ordered_pages(comparison: bool, sweep: bool, what_if: bool = False) -> list[str]:
+    """Page stems in navigation order: the comparison, what-if and sweep pages where there are ones."""
+    pages = [p for p in PAGES if (p != "comparison" or comparison) and (p != "what-if" or what_if)]
     return pages[:1] + [SWEEP_PAGE] + pages[1:] if sweep else pages
 
 
 def page_names(result: VersionResult) -> list[str]:
     """The version's page stems in navigation order."""
-    return _ordered_pages(bool(result.comparison), result.sweep is not None)
+    return _ordered_pages(bool(result.comparison), result.sweep is not None, bool(result.values.get("what_if")))
 
 
 def latest_page_names(meta: ReportMeta) -> list[str]:
@@ -315,6 +317,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "data_files": (DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.sweep is not None else ())
                        + published_files(result)),
         "pages": page_names(result),
+        "keep_pct": KEEP_PCT,
     }
 
 
