@@ -206,6 +206,9 @@ class VersionInputs:
     module_form: str | None = None
     module_kernels: pd.DataFrame | None = None
     module_classes: dict[str, str] = field(default_factory=dict)
+    #: every kernel launch of the measured stages (nsys_sqlite.LAUNCH_COLUMNS) where an nsys SQLite
+    #: export gave them; None when none did (the durations comparisons decide on)
+    launches: pd.DataFrame | None = None
     #: launch configurations of the nsys SQLite exports' kernels (LAUNCH_CONFIG_COLUMNS), None without one
     launch_configs: pd.DataFrame | None = None
 

@@ -199,6 +199,11 @@ FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
 JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
 """
 
+#: Every launch of temp.stage_kernels (stage, instance, name id, start, end).
+STAGE_LAUNCHES = 'SELECT stage, inst, name, start, "end" FROM temp.stage_kernels'
+#: Every launch of the capture as one stage (instance 0).
+ALL_LAUNCHES = 'SELECT ? AS stage, 0 AS inst, demangledName AS name, start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL'
+
 # --- GPU timeline per stage (sweep analysis) -----------------------------------------------------
 
 

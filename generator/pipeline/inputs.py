@@ -296,6 +296,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     modules: list[ModuleAttribution] = []  # kernel → module attribution of each staged nsys SQLite export
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
+    launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
     configs: list[pd.DataFrame] = []  # their kernels' launch configurations
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
@@ -317,6 +318,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(reading.summary)
         graphs.append(reading.graphs)
         spans.append(reading.timeline)
+        launches.append(reading.launches)
         configs.append(reading.launch_configs)
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
@@ -329,6 +331,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
                 reading = cache.stages(path, (entry.stage or ALL_STAGES,))
                 graphs.append(reading.graphs)
                 spans.append(reading.timeline)
+                launches.append(reading.launches)
                 configs.append(reading.launch_configs)
             if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(reading.instances)
@@ -361,6 +364,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         timeline=pd.concat(timelines, ignore_index=True) if len(timelines) == 1 else None,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
+        launches=pd.concat(launches, ignore_index=True) if launches else None,
         stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS if c not in ("device", "idle_med_ns")]),
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
     )

@@ -105,6 +105,15 @@ TIMELINE_COLUMNS: list[str] = [
     "instances",  # merged NVTX ranges of the stage that hold kernels (1 for ALL_STAGES)
 ]
 
+#: Every kernel launch of the stages (:func:`read_stages`): the durations comparisons decide on.
+LAUNCH_COLUMNS: list[str] = [
+    "stage",
+    "instance",  # merged NVTX range instance of the stage it was launched in (0: the whole capture)
+    "name",  # demangled kernel name
+    "start_ns",  # GPU start (the export's clock)
+    "duration_ns",  # end - start
+]
+
 _API_VERSION = re.compile(r"_v\d{4}$")  # nsys drops exactly a 6-character "_vNNNN"
 _STATS = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
 
@@ -371,6 +380,25 @@ def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     order = {s: i for i, s in enumerate(chosen)}
     frame = frame.sort_values(["stage", "device"], key=_stage_then(order))
     return frame.reset_index(drop=True)
+
+
+def _stage_launches(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
+    """LAUNCH_COLUMNS of every kernel launch of ``chosen``, its named stages staged; stage order,
+    then start order."""
+    rows = []
+    if ALL_STAGES in chosen:
+        rows += cap.conn.execute(q.ALL_LAUNCHES, (ALL_STAGES,)).fetchall()
+    if _named(chosen):
+        cap.launches()
+        rows += cap.conn.execute(q.STAGE_LAUNCHES).fetchall()
+    frame = pd.DataFrame(rows, columns=["stage", "instance", "name", "start_ns", "end"])
+    names = cap.strings(frame["name"].tolist())
+    frame["name"] = [names.get(int(k)) for k in frame["name"]]
+    frame["duration_ns"] = (frame.pop("end") - frame["start_ns"]).astype("int64")
+    frame = frame.astype({"instance": "int64", "start_ns": "int64"})
+    order = {s: i for i, s in enumerate(chosen)}
+    frame = frame.sort_values(["stage", "start_ns", "duration_ns", "name"], key=_stage_then(order), kind="stable")
+    return frame.reset_index(drop=True)[LAUNCH_COLUMNS]
 
 
 def _summary(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -679,6 +707,7 @@ class StageReading(NamedTuple):
     module_form: str | None  # :func:`module_kernels` of the named stages (no named stage: None, None, {})
     module_kernels: pd.DataFrame | None
     module_classes: dict[str, str]
+    launches: pd.DataFrame  # :data:`LAUNCH_COLUMNS`
     launch_configs: pd.DataFrame  # :func:`launch_configs`
 
     @property
@@ -688,15 +717,15 @@ class StageReading(NamedTuple):
 
 def read_stages(path: str | Path, stages: Sequence[str]) -> StageReading:
     """:func:`kernel_summary`, :func:`stage_instances`, :func:`graph_summary`, :func:`stage_timeline`
-    and (of the named stages) :func:`module_kernels` of ``stages``, the file opened and the stages'
-    ranges and calls joined once. InputError as :func:`kernel_summary`."""
+    and (of the named stages) :func:`module_kernels` of ``stages`` and every launch (LAUNCH_COLUMNS),
+    the file opened and the stages' ranges and calls joined once. InputError as :func:`kernel_summary`."""
     chosen = _stage_list(stages)
     with _open(path, _summary_reads(chosen) | _reads(chosen, _GRAPH_TABLES, _MODULE_TABLES)) as cap, \
             _staged(cap, chosen):
         summary = _kernel_summary(cap, chosen)
         modules = _module_kernels(cap) if _named(chosen) else ModuleAttribution(None, None, {})
         return StageReading(summary, dict(cap.instances), _graph_summary(cap, chosen), _stage_timeline(cap, chosen),
-                            *modules, _launch_configs(cap))
+                            *modules, _stage_launches(cap, chosen), _launch_configs(cap))
 
 
 def _launch_configs(cap: _Capture) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
+from generator.analyses.launch_stats import MIN_LAUNCHES
 from generator.analyses.modules import OUTSIDE
 from generator.analyses.projection import KEEP_PCT
 from generator.analyses.result import VersionResult
@@ -303,8 +304,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
                                               stage_name, cls, unit),
         "whole_graph_rows": whole_graph_rows,
         "gpu_sentence": gpu_change_text(result.gpu_change, t, numbers),
-        "speed": {"kernel_threshold": sc.KERNEL_THRESHOLD_PCT, "kernel_noise": sc.KERNEL_NOISE_PCT,
-                  "span_threshold": sc.SPAN_THRESHOLD_PCT, "span_noise": sc.SPAN_NOISE_PCT},
+        "speed": {"tick": result.values.get("timer_tick") or 0, "min_launches": MIN_LAUNCHES},
         "list_max": CHANGE_ROWS_MAX,
         "movers_max": sc.MOVERS,
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
