@@ -39,7 +39,7 @@ from generator.model import (
 )
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
-from generator.readers import read
+from generator.readers import read, torch_trace
 from generator.readers.base import decompressed_copy, naming, no_room, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
@@ -341,6 +341,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     for entry in version.inputs.ncu:
         metrics += [cache.read(path) for path in entry.paths]
     torch = [cache.read(path) for entry in version.inputs.torch for path in entry.paths]
+    # operator shapes of the traces recorded with them (record_shapes=True)
+    shaped = [ops for ops in (torch_trace.kernel_ops(path) for entry in version.inputs.torch for path in entry.paths)
+              if ops["op"].notna().any()]
     summaries = [s for s in summaries if s is not None]
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
@@ -365,8 +368,10 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
         launches=pd.concat(launches, ignore_index=True) if launches else None,
-        stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS if c not in ("device", "idle_med_ns")]),
+        stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS
+                                       if c not in ("device", "idle_med_ns", "launch_call_med_ns")]),
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
+        kernel_ops=pd.concat(shaped, ignore_index=True) if shaped else None,
     )
 
 
