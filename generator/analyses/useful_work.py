@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from generator.analyses.floors import datapath, launch_floor
 from generator.analyses.kernel_match import candidates
 from generator.analyses.registry import Analysis
-from generator.analyses.roofline import Peaks
 from generator.model import ALL_STAGES, VersionInputs
+
+if TYPE_CHECKING:  # roofline reads this module's useful work
+    from generator.analyses.roofline import Peaks
 
 SKINNY_MAX_ROWS = 128  # M at or below this (and above 1): a skinny product
 UNKNOWN = "unknown"
