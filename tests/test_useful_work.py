@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from generator.analyses.floors import launch_floor
+from generator.analyses.floors import FROM_SHAPES, launch_floor
 from generator.analyses.useful_work import launch_work, product_work, shape_class
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.pipeline.config import load_report
@@ -151,6 +151,9 @@ def test_exclusive_savings_of_a_stage_add_up_and_no_duplicates(report):
             keys = [(tuple(sorted(k for k, _ in f.bound.parts)), round(f.bound.saving_ns)) for f in kernel_time
                     if f.bound.parts]
             assert len(keys) == len(set(keys)), (result.version_id, stage)
+        for f in kernel_time:  # high confidence is earned: a floor from shapes within 2x of the time
+            if f.confidence == "high" and f.bound.saving_ns:
+                assert f.bound.floor_basis in FROM_SHAPES and f.bound.headroom <= 2.0, (result.version_id, f.id)
 
 
 #: words that state a row count or a shape class (saying that rows are unknown is allowed)

@@ -56,10 +56,11 @@ def order_key(finding: Finding, stages: list[str]) -> tuple:
 
 
 def earned(finding: Finding) -> str | None:
-    """The finding's confidence, lowered to medium where its floor is not from shapes or not within
-    EARNED_HEADROOM of the measured time (idle time and removal bounds have no floor and keep theirs)."""
+    """The finding's confidence, lowered to medium where it claims a saving of kernel time whose floor
+    is not from shapes or not within EARNED_HEADROOM of the measured time (idle time and measurements
+    without a saving keep theirs)."""
     bound = finding.bound
-    if finding.confidence != "high" or bound is None or not bound.floor_basis or not bound.saving_ns:
+    if finding.confidence != "high" or bound is None or bound.basis != "gpu_time" or not bound.saving_ns:
         return finding.confidence
     within = bound.affected_ns <= EARNED_HEADROOM * (bound.affected_ns - bound.saving_ns)
     return "high" if bound.floor_basis in FROM_SHAPES and within else "medium"

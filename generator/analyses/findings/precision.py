@@ -42,9 +42,11 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
             evidence["peak_fp32_t"] = (r(peak32 / 1e12, 1), "TFLOP/s")
             evidence["peak_tensor_t"] = (r(peak_tc / 1e12, 1), "TFLOP/s")
         floor = floor_bound(hit.loc[[row.name]], stage_ns, inputs.total_ns, inputs)
-        saving = min(saving, floor.saving_ns)  # the tensor roof, never below the physical floor
+        # the same work at the tensor roof, never below the physical floor (then the floor is the basis)
+        basis = floor.floor_basis if floor.saving_ns < saving else ""
+        saving = min(saving, floor.saving_ns)
         bound = Bound(float(row["total_ns"]), stage_ns, inputs.total_ns, saving, 1.0 / ratio if ratio else None,
-                      floor_basis=floor.floor_basis, parts=((str(row["name"]), saving),))
+                      floor_basis=basis, parts=((str(row["name"]), saving),))
         found.append(make("precision_fallback", row["stage"], evidence, hit.loc[[row.name]], bound, "high"))
     return found
 
