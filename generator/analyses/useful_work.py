@@ -140,8 +140,7 @@ def useful_vs_executed(kernels: pd.DataFrame, op_calls: pd.DataFrame | None, pea
     else:
         out = out.assign(**dict.fromkeys(shapes, math.nan))
     out = out.rename(columns={"flop": "useful_flop"})
-    out["shape_class"] = [shape_class(m) if pd.notna(op) and op in PRODUCTS else UNKNOWN
-                          for m, op in zip(out["m"], out["op"])]
+    out["shape_class"] = [shape_class(m) for m in out["m"]]  # M is known for matrix products only
     executed = executed_flop(kernels).to_numpy()
     out["executed_flop"] = executed
     out["padding"] = out["useful_flop"] / out["executed_flop"].where(out["executed_flop"] > 0)
