@@ -217,3 +217,15 @@ def test_floor_function():
         (1000.0, "useful_flop")
     assert launch_floor(2000.0, useful_flop=1e9, flop_per_s=1e15, ideal_bytes=2.4e6, **dram) == \
         (2000.0, "shortest_kernel")
+
+
+def test_op_calls_file_absent_or_wrong():
+    """No committed run has ops/calls.csv: none is found (the run has no shapes); a CSV that is not
+    one (here an ncu raw export) is refused in one line naming the file and the missing column."""
+    from generator.errors import InputError
+    from generator.readers.op_calls import calls_file, read_op_calls
+
+    assert all(calls_file(run) is None for run in (ROOT / "examples" / "runs").iterdir() if run.is_dir())
+    wrong = ROOT / "tests" / "data" / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz"
+    with pytest.raises(InputError, match=r"small_vlm_decode_ncu_raw\.csv\.xz.*missing column 'iteration'"):
+        read_op_calls(wrong)
