@@ -157,6 +157,9 @@ def test_hardware_areas_each_computed_or_abstaining(example):
     e = bw.evidence
     assert e["needed_gbs"] == pytest.approx(e["mib_per_token"] * 2**20 * e["tok_per_s"] / 1e9, abs=0.1)
     assert {f.id for f in hw if f.abstained} == {"hw_interconnect_none", "hw_power_none"}
+    (core,) = _by(hw, "hw_core_balance")  # the time outside the tensor units, summed (not "40.3 + 13.1 %")
+    assert core.evidence["outside_pct"] == pytest.approx(core.evidence["cuda_pct"] + core.evidence["no_flop_pct"],
+                                                          abs=0.1)
     (units,) = _by(hw, "hw_decode_units")
     assert "useful_pct" not in units.evidence and units.evidence["executed_tflops"] > 0  # no shapes
 

@@ -42,6 +42,7 @@ def core_balance(inputs: FindingInputs) -> Finding:
         "tensor_pct": (share(float(k.loc[tensor, "total_ns"].sum()), total), "%"),
         "cuda_pct": (share(float(k.loc[cuda, "total_ns"].sum()), total), "%"),
         "no_flop_pct": (share(float(k.loc[~tensor & ~cuda, "total_ns"].sum()), total), "%"),
+        "outside_pct": (share(float(k.loc[~tensor, "total_ns"].sum()), total), "%"),
         "profiled_ms": (r(total / 1e6, 2), "ms")}, kind=HW, confidence="medium")
 
 
