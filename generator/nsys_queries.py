@@ -185,6 +185,13 @@ WHERE r.correlationId IS NOT NULL AND g.end >= r.start
   AND r.start >= (SELECT min(start) FROM temp.stage_ranges) AND r.start <= (SELECT max(end) FROM temp.stage_ranges)
 """
 INDEX_STAGE_CALLS = "CREATE INDEX temp.stage_calls_corr ON stage_calls (corr, pid)"
+#: Per stage, the duration of each kernel launch call (``cudaLaunchKernel`` and its versions) made
+#: inside it: the host cost of a launch in that stage, not the whole process's.
+STAGE_LAUNCH_CALLS = """
+SELECT c.stage, r.end - r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+JOIN temp.stage_calls AS c ON c.corr = r.correlationId AND c.pid = r.globalTid >> 24 AND c.t = r.start
+WHERE r.nameId IN (SELECT id FROM StringIds WHERE value = 'cudaLaunchKernel' OR value LIKE 'cudaLaunchKernel\\_v%' ESCAPE '\\')
+"""
 
 
 def create_stage_kernels(node_column: bool) -> str:

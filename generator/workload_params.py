@@ -27,3 +27,21 @@ def params_read(workload: str, params: dict[str, object]) -> dict[str, object]:
     if known is None:
         return dict(params)
     return {k: v for k, v in params.items() if k in known or k in WORKER_PARAMS}
+
+
+#: presets whose decode loop generates exactly ``new_tokens`` tokens per batch row
+TOKEN_PRESETS: tuple[str, ...] = ("ocr-vlm", "llm-decode")
+
+
+def generated_tokens(manifest: dict | None) -> int | None:
+    """Tokens the measured iteration generated: the manifest's ``tokens.generated`` when recorded, else
+    batch × new_tokens for a preset known to generate them (TOKEN_PRESETS), else None (no tokens)."""
+    manifest = manifest or {}
+    recorded = (manifest.get("tokens") or {}).get("generated") if isinstance(manifest.get("tokens"), dict) else None
+    if isinstance(recorded, int) and not isinstance(recorded, bool):
+        return recorded
+    params = manifest.get("params") or {}
+    steps, batch = params.get("new_tokens"), params.get("batch") or 1
+    if manifest.get("workload") in TOKEN_PRESETS and isinstance(steps, int) and steps > 0 and isinstance(batch, int):
+        return steps * batch
+    return None

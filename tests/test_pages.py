@@ -145,6 +145,8 @@ def test_roofline_peaks_and_points(rendered) -> None:
     _row(text, "| Tensor Core |", n.si(roofs["ceilings"]["tensor"], "FLOP/s"), n.num(roofs["ridges"]["tensor"]))
     for point in result.roofline["physical"].to_dict("records"):
         datapath = translator("en")(f"datapaths.{point['datapath']}")
+        if point["work"] == "useful":  # useful work from operator shapes beside ncu's executed work
+            datapath += ", useful (operator shapes)"
         _row(text, f"| {_name(point['friendly_name'], point['name'])} | {escape_text(point['stage'])} | ",
              f"| {datapath} | {n.cell(point['flop'] / 1e9)} | {n.cell(point['dram_bytes'] / 1e6)} | "
              f"{n.cell(point['arithmetic_intensity'])} | {n.cell(point['achieved_flop_per_s'] / 1e12)} |")

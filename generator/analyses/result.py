@@ -31,6 +31,8 @@ class Bound:
     #: what ``saving_ns`` is measured against: "useful_flop", "ideal_bytes", "dram_bytes",
     #: "shortest_kernel" (a physical floor per launch), or "" where no floor applies (idle time)
     floor_basis: str = ""
+    #: (kernel name, saving ns) of each kernel the saving sums over: what overlapping findings share
+    parts: tuple[tuple[str, float], ...] = ()
 
     @property
     def stage_pct(self) -> float:
@@ -70,6 +72,8 @@ class Finding:
     bound: Bound | None = None
     confidence: str | None = None  # "high" | "medium" | "low"
     abstained: bool = False
+    #: findings of the same stage with the same kernels and bound, shown with this one under its bound
+    merged: tuple[Finding, ...] = ()
 
 
 @dataclass

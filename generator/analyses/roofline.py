@@ -20,8 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analyses.floors import datapath as floor_datapath
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
+from generator.analyses.useful_work import with_useful_work
 from generator.model import GpuInfo, VersionInputs
 
 #: datapath → (FLOP column, ncu per-cycle peak column)
@@ -162,32 +164,35 @@ def normalized_points(kernels: pd.DataFrame) -> pd.DataFrame:
     return kernels.reindex(columns=cols).dropna(subset=["sm_throughput_pct", "memory_throughput_pct"])
 
 
+EXECUTED, USEFUL = "executed", "useful"
+
+
 def physical_points(kernels: pd.DataFrame) -> pd.DataFrame:
     """One point per kernel (and stage) and datapath with FLOP > 0: intensity (FLOP/DRAM byte) and FLOP/s.
 
-    Achieved FLOP/s = that datapath's FLOP / the kernel's mean profiled duration.
+    Achieved FLOP/s = that datapath's FLOP / the kernel's mean profiled duration (``work`` "executed":
+    ncu's counts). Where operator shapes give the kernel's useful work (``useful_flop``, ``ideal_bytes``
+    per launch), one more point (``work`` "useful"): useful FLOP per ideal byte and useful FLOP/s.
     """
     rows: list[dict[str, Any]] = []
     for _, k in kernels.iterrows():
         dram, duration = as_float(k.get("dram_bytes")), as_float(k.get("duration_ns"))
-        if math.isnan(dram) or dram <= 0 or math.isnan(duration) or duration <= 0:
+        if math.isnan(duration) or duration <= 0:
             continue
+        point = {"name": k["name"], "stage": k.get("stage"), "friendly_name": k.get("friendly_name"),
+                 "class": k.get("class")}
         for datapath, (column, _) in DATAPATHS.items():
             flop = as_float(k.get(column))
-            if math.isnan(flop) or flop <= 0:
+            if math.isnan(flop) or flop <= 0 or math.isnan(dram) or dram <= 0:
                 continue
-            rows.append({
-                "name": k["name"],
-                "stage": k.get("stage"),
-                "friendly_name": k.get("friendly_name"),
-                "class": k.get("class"),
-                "datapath": datapath,
-                "flop": flop,
-                "dram_bytes": dram,
-                "arithmetic_intensity": flop / dram,
-                "achieved_flop_per_s": flop / (duration * 1e-9),
-            })
-    cols = ["name", "stage", "friendly_name", "class", "datapath", "flop", "dram_bytes",
+            rows.append({**point, "datapath": datapath, "work": EXECUTED, "flop": flop, "dram_bytes": dram,
+                         "arithmetic_intensity": flop / dram, "achieved_flop_per_s": flop / (duration * 1e-9)})
+        useful, ideal = as_float(k.get("useful_flop")), as_float(k.get("ideal_bytes"))
+        if useful > 0 and ideal > 0:
+            datapath = floor_datapath(as_float(k.get("flop_tensor")), as_float(k.get("flop_fp32")))
+            rows.append({**point, "datapath": datapath, "work": USEFUL, "flop": useful, "dram_bytes": ideal,
+                         "arithmetic_intensity": useful / ideal, "achieved_flop_per_s": useful / (duration * 1e-9)})
+    cols = ["name", "stage", "friendly_name", "class", "datapath", "work", "flop", "dram_bytes",
             "arithmetic_intensity", "achieved_flop_per_s"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -227,9 +232,9 @@ def version_peaks(inputs: VersionInputs, metrics: pd.DataFrame, settings: Analys
     return device_peaks(metrics, inputs.gpus, settings.peaks, locked_sm_clock(inputs.manifest, metrics))
 
 
-def version_roofline(ncu_metrics: pd.DataFrame, peaks: Peaks) -> dict[str, Any]:
-    """:func:`roofline_datasets` of the version's profiled kernels."""
-    return roofline_datasets(ncu_metrics, peaks)
+def version_roofline(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, peaks: Peaks) -> dict[str, Any]:
+    """:func:`roofline_datasets` of the version's profiled kernels with their useful work."""
+    return roofline_datasets(with_useful_work(ncu_metrics, useful_work), peaks)
 
 
 ANALYSES = [Analysis("peaks", version_peaks), Analysis("roofline", version_roofline)]

@@ -39,7 +39,7 @@ from generator.model import (
 )
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
-from generator.readers import read
+from generator.readers import read, torch_trace
 from generator.readers.base import decompressed_copy, naming, no_room, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
@@ -50,6 +50,7 @@ from generator.readers.nsys_sqlite import (
     capture_facts,
     read_stages,
 )
+from generator.readers.op_calls import calls_file, run_op_calls
 from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
@@ -298,6 +299,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
     launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
     configs: list[pd.DataFrame] = []  # their kernels' launch configurations
+    op_calls: list[pd.DataFrame] = []  # per (stage, kernel), the operator call of its profiled launch
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
                    + [path for entry in version.inputs.ncu for path in entry.paths])
@@ -322,6 +324,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         configs.append(reading.launch_configs)
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
+        if (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
+            op_calls.append(run_op_calls(found, sqlite, stages or (ALL_STAGES,),
+                                         list(dict.fromkeys(reading.summary["name"]))))
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)
@@ -341,6 +346,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     for entry in version.inputs.ncu:
         metrics += [cache.read(path) for path in entry.paths]
     torch = [cache.read(path) for entry in version.inputs.torch for path in entry.paths]
+    # operator shapes of the traces recorded with them (record_shapes=True)
+    shaped = [ops for ops in (torch_trace.kernel_ops(path) for entry in version.inputs.torch for path in entry.paths)
+              if ops["op"].notna().any()]
     summaries = [s for s in summaries if s is not None]
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
@@ -365,8 +373,11 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
         launches=pd.concat(launches, ignore_index=True) if launches else None,
-        stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS if c not in ("device", "idle_med_ns")]),
+        stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS
+                                       if c not in ("device", "idle_med_ns", "launch_call_med_ns")]),
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
+        kernel_ops=pd.concat(shaped, ignore_index=True) if shaped else None,
+        op_calls=pd.concat(op_calls, ignore_index=True) if op_calls else None,
     )
 
 

@@ -103,6 +103,7 @@ TIMELINE_COLUMNS: list[str] = [
     "idle_med_ns",  # median gap (NaN without gaps)
     "span_ns",  # first kernel start to last kernel end, summed over the stage's range instances
     "instances",  # merged NVTX ranges of the stage that hold kernels (1 for ALL_STAGES)
+    "launch_call_med_ns",  # median cudaLaunchKernel call made in the stage (NaN: ALL_STAGES, or none)
 ]
 
 #: Every kernel launch of the stages (:func:`read_stages`): the durations comparisons decide on.
@@ -368,6 +369,7 @@ def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     if ALL_STAGES in chosen:
         cap.columnar.table("kernel_times", q.KERNEL_TIMES)
         rows += cap.columnar.duck.execute(q.timeline(staged=False), [ALL_STAGES]).fetchall()
+    calls = pd.DataFrame(columns=["stage", "d"])
     if named:
         cap.launches()
         rows += cap.conn.execute(q.timeline(staged=True)).fetchall()
@@ -375,7 +377,10 @@ def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
         for stage in named:
             if stage not in found:
                 raise InputError(cap.path, f"NVTX range {stage!r} contains no kernel launches")
-    frame = pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in cap.tables:
+            calls = pd.DataFrame(cap.conn.execute(q.STAGE_LAUNCH_CALLS).fetchall(), columns=["stage", "d"])
+    frame = pd.DataFrame(rows, columns=TIMELINE_COLUMNS[:-1])
+    frame["launch_call_med_ns"] = frame["stage"].map(calls.groupby("stage")["d"].median()).astype(float)
     frame["idle_med_ns"] = frame["idle_med_ns"].astype(float)
     order = {s: i for i, s in enumerate(chosen)}
     frame = frame.sort_values(["stage", "device"], key=_stage_then(order))

@@ -245,3 +245,27 @@ def _format_version(doc: dict[str, Any]) -> str:
 
 
 READER = TorchTraceReader()
+
+
+#: kernel_ops columns: one row per GPU kernel in start order, with the ATen call that launched it
+KERNEL_OP_COLUMNS = ["name", "start", "op", "input_dims", "input_types"]
+
+
+def kernel_ops(path: Path) -> pd.DataFrame:
+    """Each kernel of a trace recorded with ``record_shapes=True`` (start order) and the operator
+    call that launched it: the ``cpu_op`` with the kernel's External id, its input dims and types
+    (op None where no call with shapes has that id: every op is None without ``record_shapes``)."""
+    path = Path(path)
+    ops: dict[Any, tuple] = {}
+    kernels: list[tuple] = []
+    for ev in _load(path)["traceEvents"]:
+        if not isinstance(ev, dict) or not isinstance(ev.get("args"), dict):
+            continue
+        args, cat = ev["args"], str(ev.get("cat", "")).lower()
+        if cat == "cpu_op" and isinstance(args.get("Input Dims"), list):
+            ops[args.get("External id")] = (ev.get("name"), args["Input Dims"], args.get("Input type") or [])
+        elif cat == "kernel" and isinstance(ev.get("name"), str):
+            kernels.append((ev["name"], _ns(path, ev.get("ts"), "ts"), args.get("External id")))
+    rows = [(name, start, *ops.get(ext, (None, None, None))) for name, start, ext in kernels]
+    frame = pd.DataFrame(rows, columns=KERNEL_OP_COLUMNS)
+    return frame.sort_values("start", kind="stable").reset_index(drop=True)

@@ -269,9 +269,10 @@ def _roof_lines(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate) ->
 
 def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate,
                      kernel_filter: alt.Parameter | None = None) -> alt.LayerChart:
-    frame = _class_column(points.reindex(columns=["friendly_name", "class", "datapath",
+    frame = _class_column(points.reindex(columns=["friendly_name", "class", "datapath", "work",
                                                   "arithmetic_intensity", "achieved_flop_per_s",
                                                   "flop", "dram_bytes"]), t)
+    frame["work_label"] = [t(f"charts.work_{w}", default=str(w)) for w in frame["work"].fillna("executed")]
     frame["datapath_label"] = [t(f"datapaths.{d}", default=str(d)) for d in frame["datapath"]]
     frame = frame[(pd.to_numeric(frame["arithmetic_intensity"]) > 0)
                   & (pd.to_numeric(frame["achieved_flop_per_s"]) > 0)]
@@ -295,6 +296,11 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
             alt.Tooltip("achieved_flop_per_s:Q", title=y_title, format=".3~s"),
         ],
     }
+    if (frame["work"] == "useful").any():  # useful work (operator shapes) solid, executed (ncu) faint
+        work = [t("charts.work_useful"), t("charts.work_executed")]
+        encode["opacity"] = alt.Opacity("work_label:N", title=t("charts.work"),
+                                        scale=alt.Scale(domain=work, range=[0.95, 0.25]))
+        encode["tooltip"].append(alt.Tooltip("work_label:N", title=t("charts.work")))
     layers: list[alt.Chart] = []
     if lines:
         layers.append(alt.Chart(inline_data(lines)).mark_line(strokeWidth=1.5).encode(

@@ -58,9 +58,12 @@ def finding_record(finding: Finding, rank: int) -> dict[str, Any]:
             "basis": bound.basis, "affected_ns": round(bound.affected_ns), "stage_ns": round(bound.stage_ns),
             "total_ns": round(bound.total_ns), "stage_pct": round(bound.stage_pct, 1),
             "total_pct": round(bound.total_pct, 1), "headroom": None if bound.headroom is None else round(bound.headroom, 2),
-            "saving_ns": round(bound.saving_ns), "saving_pct": round(bound.saving_pct, 1)},
+            "saving_ns": round(bound.saving_ns), "saving_pct": round(bound.saving_pct, 1),
+            "shared_ns": round(bound.shared_ns), "exclusive_saving_ns": round(bound.exclusive_saving_ns),
+            "floor_basis": bound.floor_basis},
         "confidence": finding.confidence,
         "abstained": finding.abstained,
+        "merged": [{"id": m.id, "claim": {lang: render_finding(m, lang) for lang in LANGS}} for m in finding.merged],
     }
 
 

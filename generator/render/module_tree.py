@@ -47,7 +47,7 @@ def tree_html(modules: ModulesResult, stage: str, t: Callable[..., str], n: Numb
     """Nested ``details`` per module of ``stage`` (depth 0 open): numbers in the summary, then the
     module's top kernels (linked to the appendix and, when profiled, the roofline page) and its
     submodules. ``profiled``: (stage, raw name) → the kernel's ncu_metrics row (for ALL_STAGES: the
-    first stage it was profiled in)."""
+    stage holding most of its time)."""
     tree = modules.tree[modules.tree["stage"] == stage]
     kernels = modules.kernels[modules.kernels["stage"] == stage]
     by_key = dict(iter(kernels.groupby("key", sort=False)))

@@ -247,7 +247,10 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
     friendly = {k["raw_name"]: k["friendly_name"] for k in result.kernel_names}
     metrics = result.ncu_metrics
     profiled: dict[Any, dict[str, Any]] = {}
-    for r in metrics.to_dict("records") if len(metrics) else []:  # (stage, name), and name: its first stage
+    # (stage, name), and name: the stage holding most of its time (its metrics stand for the whole capture)
+    by_time = metrics.sort_values("total_ns", ascending=False, kind="stable", na_position="last") if len(metrics) \
+        else metrics
+    for r in by_time.to_dict("records") if len(metrics) else []:
         profiled[(r["stage"], r["name"])] = r
         profiled.setdefault(r["name"], r)
 

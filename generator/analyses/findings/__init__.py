@@ -1,11 +1,15 @@
 """Findings: evidence-backed, bounded claims over one version's results, one module per rule family.
 
 Every rule is a pure function FindingInputs → list[Finding]; a Finding's words live in
-generator/templates/findings/<id>.<lang>.md.j2. :func:`find` runs every rule and orders the findings
-by their bound on end-to-end time (largest saving first), hardware areas last.
+generator/templates/findings/<id>.<lang>.md.j2. :func:`find` runs every rule, then makes the findings
+of each stage add up: ordered by saving, a finding's kernels already claimed by a larger one of the
+same stage are its shared time (Bound.shared_ns), duplicates (same kernels, same saving) are merged
+into the first, and confidence is high only where the floor comes from shapes and is within 2×.
+Findings are grouped by stage (capture order, the whole capture first), hardware areas last.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -20,11 +24,14 @@ from generator.analyses.findings.launch import launch_overhead
 from generator.analyses.findings.matmul import matmul_shapes
 from generator.analyses.findings.precision import old_arch, precision_fallback
 from generator.analyses.findings.stages import few_kernels, stage_split
+from generator.analyses.floors import FROM_SHAPES
 from generator.analyses.registry import Analysis
 from generator.analyses.result import Finding
 from generator.analyses.roofline import Peaks
 from generator.analyses.settings import AnalysisSettings
-from generator.model import VersionInputs
+from generator.analyses.useful_work import with_useful_work
+from generator.model import ALL_STAGES, VersionInputs
+from generator.workload_params import generated_tokens
 
 #: Every rule family; a new one is a function here and its templates.
 RULES: tuple[Callable[[FindingInputs], list[Finding]], ...] = (
@@ -33,27 +40,73 @@ RULES: tuple[Callable[[FindingInputs], list[Finding]], ...] = (
 )
 
 KIND_ORDER = {"finding": 0, "hardware": 1}
+EARNED_HEADROOM = 2.0  # a floor from shapes within this factor of the measured time earns "high"
 
 
-def order_key(finding: Finding) -> tuple:
-    """Findings before hardware areas, then the largest end-to-end saving, then the affected time."""
+def order_key(finding: Finding, stages: list[str]) -> tuple:
+    """Findings before hardware areas (those in rule order), then by stage (the whole capture first,
+    then capture order), then the largest saving, then the affected time."""
+    if finding.kind != "finding":
+        return (KIND_ORDER.get(finding.kind, 2), finding.abstained)
     bound = finding.bound
-    return (KIND_ORDER.get(finding.kind, 2), finding.abstained, -(bound.saving_ns if bound else 0.0),
+    stage = -1 if finding.stage in (None, ALL_STAGES) else (stages.index(finding.stage) if finding.stage in stages
+                                                          else len(stages))
+    return (KIND_ORDER.get(finding.kind, 2), finding.abstained, stage, -(bound.saving_ns if bound else 0.0),
             -(bound.affected_ns if bound else 0.0))
 
 
+def earned(finding: Finding) -> str | None:
+    """The finding's confidence, lowered to medium where it claims a saving of kernel time whose floor
+    is not from shapes or not within EARNED_HEADROOM of the measured time (idle time and measurements
+    without a saving keep theirs)."""
+    bound = finding.bound
+    if finding.confidence != "high" or bound is None or bound.basis != "gpu_time" or not bound.saving_ns:
+        return finding.confidence
+    within = bound.affected_ns <= EARNED_HEADROOM * (bound.affected_ns - bound.saving_ns)
+    return "high" if bound.floor_basis in FROM_SHAPES and within else "medium"
+
+
+def add_up(findings: list[Finding]) -> list[Finding]:
+    """Per stage, in order: the time a finding shares with larger findings of its stage (the least
+    of its and their saving on each kernel), duplicates merged into the first, confidence earned."""
+    out: list[Finding] = []
+    claimed: dict[tuple[str | None, str], float] = {}  # (stage, kernel) → the largest saving claimed on it
+    first: dict[tuple, int] = {}  # (stage, kernels, saving) → index in out
+    for finding in findings:
+        bound = finding.bound
+        if bound is None or finding.kind != "finding" or not bound.parts:
+            out.append(dataclasses.replace(finding, confidence=earned(finding)))
+            continue
+        key = (finding.stage, tuple(sorted(k for k, _ in bound.parts)), round(bound.saving_ns))
+        if key in first:
+            kept = out[first[key]]
+            out[first[key]] = dataclasses.replace(kept, merged=(*kept.merged, finding))
+            continue
+        shared = sum(min(saving, claimed.get((finding.stage, kernel), 0.0)) for kernel, saving in bound.parts)
+        for kernel, saving in bound.parts:
+            claimed[(finding.stage, kernel)] = max(saving, claimed.get((finding.stage, kernel), 0.0))
+        first[key] = len(out)
+        out.append(dataclasses.replace(finding, bound=dataclasses.replace(bound, shared_ns=min(shared, bound.saving_ns)),
+                                       confidence=earned(finding)))
+    return out
+
+
 def find(inputs: FindingInputs) -> list[Finding]:
-    """Every rule over one version, ordered by bound (stable: rule order breaks ties)."""
-    return sorted((f for rule in RULES for f in rule(inputs)), key=order_key)
+    """Every rule over one version, grouped and ordered (stable: rule order breaks ties), adding up."""
+    stages = inputs.stages
+    return add_up(sorted((f for rule in RULES for f in rule(inputs)), key=lambda f: order_key(f, stages)))
 
 
-def version_findings(ncu_metrics: pd.DataFrame, inputs: VersionInputs, names: dict[str, Any], peaks: Peaks,
-                     settings: AnalysisSettings) -> list[Finding]:
-    """:func:`find` over the version: its summary, classified kernels, GPU timeline, API calls and
-    run parameters (data/findings.json is written from it with the rendered claims, render.data_files)."""
+def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, inputs: VersionInputs,
+                     names: dict[str, Any], peaks: Peaks, settings: AnalysisSettings) -> list[Finding]:
+    """:func:`find` over the version: its summary, classified kernels with their useful work, GPU
+    timeline, API calls and run parameters (data/findings.json is written from it with the rendered
+    claims, render.data_files)."""
     params = dict((inputs.manifest or {}).get("params") or {})
-    return find(FindingInputs(inputs.kernel_summary, ncu_metrics, names, peaks, inputs.gpus[0] if inputs.gpus else None,
-                              inputs.timeline, inputs.api_summary, params, settings.top_n))
+    kernels = with_useful_work(ncu_metrics, useful_work)
+    return find(FindingInputs(inputs.kernel_summary, kernels, names, peaks, inputs.gpus[0] if inputs.gpus else None,
+                              inputs.timeline, params, settings.top_n,
+                              generated_tokens(inputs.manifest)))
 
 
 ANALYSES = [Analysis("findings", version_findings)]

@@ -4,8 +4,8 @@ stage). A softmax in a stage that runs a fused attention kernel is not attention
 exactly as often as the stage's MoE routing kernels (the router's softmax before its top-k)."""
 from __future__ import annotations
 
-from generator.analyses.findings.context import FindingInputs, make, share, sol_bound, us
-from generator.analyses.result import Bound, Finding
+from generator.analyses.findings.context import FindingInputs, floor_bound, make, share, us
+from generator.analyses.result import Finding
 
 FUSED = "attention"  # naming category of fused attention kernels (flash, cuDNN SDPA, fmha)
 SOFTMAX = "softmax"
@@ -37,7 +37,6 @@ def attention(inputs: FindingInputs) -> list[Finding]:
                     "not_attention_us": (us(float(other["total_ns"].sum())), "µs")}
         profiled = inputs.profiled(stage)
         measured = profiled[profiled["name"].isin(hit["name"])] if len(profiled) else profiled
-        bound = sol_bound(measured, stage_ns, inputs.total_ns) if len(measured) else \
-            Bound(affected, stage_ns, inputs.total_ns, 0.0)
+        bound = floor_bound(inputs.with_floor_columns(hit, stage), stage_ns, inputs.total_ns, inputs)
         found.append(make("attention", stage, evidence, hit, bound, "high" if len(measured) else "medium"))
     return found

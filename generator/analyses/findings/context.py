@@ -2,7 +2,7 @@
 
 Times come from the nsys kernel summary of each measured stage (``ALL_STAGES`` is the measured
 stages together for a capture run), per-kernel hardware numbers from the classified ncu kernels
-(one row per kernel and stage), the GPU timeline and CUDA API summary from the nsys export.
+(one row per kernel and stage), the GPU timeline (with each stage's launch calls) from the nsys export.
 """
 from __future__ import annotations
 
@@ -13,21 +13,21 @@ from typing import Any
 
 import pandas as pd
 
+from generator.analyses.floors import datapath, launch_floor
 from generator.analyses.result import Bound, Finding
 from generator.analyses.roofline import Peaks
 from generator.model import ALL_STAGES, GpuInfo
 
-#: the busiest unit's share of peak (SOL, ncu) is the documented headroom: a kernel at X % of its
-#: busiest unit can at most run 100 / X times faster
-SOL_COLUMNS = ("sm_throughput_pct", "memory_throughput_pct")
 MIN_STAGE_SHARE_PCT = 1.0  # a stage below this share of all GPU time gets no per-stage finding
 MIN_KERNEL_STAGE_PCT = 1.0  # a kernel below this share of its stage is not named on its own
+#: per-launch columns a kernel's floor reads (useful work from shapes where known, ncu's counters)
+FLOOR_COLUMNS = ("useful_flop", "ideal_bytes", "flop_tensor", "flop_fp32", "dram_bytes")
 
 
 @dataclass(frozen=True)
 class FindingInputs:
     """One version's numbers: nsys summary (every stage), classified ncu kernels, kernel names,
-    device peaks and GPU, GPU timeline and API summary (None when absent), run parameters."""
+    device peaks and GPU, GPU timeline (None when absent), run parameters and tokens generated."""
 
     summary: pd.DataFrame
     kernels: pd.DataFrame
@@ -35,9 +35,10 @@ class FindingInputs:
     peaks: Peaks
     gpu: GpuInfo | None
     timeline: pd.DataFrame | None
-    api_summary: pd.DataFrame | None
     params: dict[str, Any]
     top_n: int
+    #: tokens the measured iteration generated (workload_params.generated_tokens), None: no tokens
+    tokens: int | None = None
 
     @property
     def stages(self) -> list[str]:
@@ -77,6 +78,33 @@ class FindingInputs:
         total = self.total_ns
         return [s for s in self.stages if total and 100.0 * self.stage_ns(s) / total >= MIN_STAGE_SHARE_PCT]
 
+    def with_floor_columns(self, rows: pd.DataFrame, stage: str) -> pd.DataFrame:
+        """nsys summary ``rows`` of ``stage`` with the profiled columns a floor reads (NaN where the
+        kernel was not profiled: its floor is then the shortest kernel)."""
+        profiled = self.profiled(stage)
+        columns = [c for c in FLOOR_COLUMNS if len(profiled) and c in profiled]
+        extra = profiled[["name", *columns]].drop_duplicates("name") if columns else None
+        return rows.merge(extra, on="name", how="left") if extra is not None else rows
+
+    @property
+    def shortest_ns(self) -> float:
+        """The shortest kernel the GPU ran in the capture (any stage), 0 when no duration is known."""
+        shortest = pd.to_numeric(self.summary["min_ns"], errors="coerce").min() if len(self.summary) else math.nan
+        return 0.0 if pd.isna(shortest) else float(shortest)
+
+    def kernel_floor(self, row: pd.Series) -> tuple[float, str]:
+        """(floor ns, basis) of one launch of a kernel row: useful FLOP and ideal bytes per launch
+        where its shapes are known (``useful_flop``, ``ideal_bytes``), else ncu's DRAM bytes; FLOP
+        against the datapath that could run them (floors.datapath)."""
+        def value(column: str) -> float:
+            v = pd.to_numeric(row.get(column), errors="coerce")
+            return math.nan if v is None or pd.isna(v) else float(v)
+
+        path = datapath(value("flop_tensor"), value("flop_fp32"))
+        return launch_floor(self.shortest_ns, useful_flop=value("useful_flop"),
+                            flop_per_s=self.peaks.flop_per_s.get(path), ideal_bytes=value("ideal_bytes"),
+                            dram_bytes=value("dram_bytes"), dram_bytes_per_s=self.peaks.dram_bytes_per_s)
+
     @property
     def gpu_arch(self) -> int | None:
         """The GPU's compute capability as smXY's number (9.0 → 90), None when unknown."""
@@ -85,26 +113,37 @@ class FindingInputs:
         return int(match[1]) * 10 + int(match[2]) if match else None
 
 
-def sol_pct(row: pd.Series) -> float:
-    """The busiest unit's share of peak (max of SM and memory throughput), NaN when unmeasured."""
-    values = [float(row[c]) for c in SOL_COLUMNS if c in row and pd.notna(row[c])]
-    return max(values) if values else math.nan
+def column(rows: pd.DataFrame, name: str) -> pd.Series:
+    """``rows[name]``, or NaN for every row where the frame has no such column (e.g. no useful work)."""
+    return rows[name] if name in rows else pd.Series(math.nan, index=rows.index, dtype=object)
 
 
-def sol_bound(rows: pd.DataFrame, stage_ns: float, total_ns: float) -> Bound:
-    """Amdahl bound over ncu rows (``total_ns`` in the stage, SOL share): each kernel can at most
-    reach 100 % of its busiest unit; unmeasured kernels are counted as affected but not saved."""
-    affected = float(rows["total_ns"].sum())
-    saving = sum(float(r["total_ns"]) * (1.0 - sol_pct(r) / 100.0)
-                 for _, r in rows.iterrows() if not math.isnan(sol_pct(r)))
-    saving = max(saving, 0.0)
+def floor_bound(rows: pd.DataFrame, stage_ns: float, total_ns: float, inputs: FindingInputs) -> Bound:
+    """Bound over kernel rows (``total_ns`` and ``count`` in the stage): each launch can at most
+    reach its physical floor (floors.launch_floor), so the saving is Σ (measured − floor) over launches;
+    rows without a time are affected but not saved. ``floor_basis`` is the term that sets most of
+    the floor time."""
+    affected = float(rows["total_ns"].sum()) if len(rows) else 0.0
+    parts, basis_ns = [], {}
+    for _, row in rows.iterrows():
+        if pd.isna(row["total_ns"]) or pd.isna(row.get("count")):
+            continue
+        floor, basis = inputs.kernel_floor(row)
+        floor_total = floor * float(row["count"])
+        parts.append((str(row["name"]), max(float(row["total_ns"]) - floor_total, 0.0)))
+        basis_ns[basis] = basis_ns.get(basis, 0.0) + floor_total
+    saving = sum(s for _, s in parts)
     headroom = affected / (affected - saving) if affected > saving else None
-    return Bound(affected, stage_ns, total_ns, saving, headroom)
+    floor_basis = max(basis_ns, key=lambda b: basis_ns[b]) if basis_ns else ""
+    return Bound(affected, stage_ns, total_ns, saving, headroom, floor_basis=floor_basis, parts=tuple(parts))
 
 
-def removal_bound(affected_ns: float, stage_ns: float, total_ns: float, basis: str = "gpu_time") -> Bound:
-    """Bound of removing the time altogether (fusing kernels away, closing idle gaps): all of it."""
-    return Bound(affected_ns, stage_ns, total_ns, affected_ns, None, basis)
+def removal_bound(affected_ns: float, stage_ns: float, total_ns: float, basis: str = "gpu_time",
+                  rows: pd.DataFrame | None = None) -> Bound:
+    """Bound of removing the time altogether (fusing kernels away, closing idle gaps): all of it
+    (``rows``: the kernels it sums over, each removed whole)."""
+    parts = tuple((str(n), float(t)) for n, t in zip(rows["name"], rows["total_ns"])) if rows is not None else ()
+    return Bound(affected_ns, stage_ns, total_ns, affected_ns, None, basis, parts=parts)
 
 
 def r(value: float, digits: int = 2) -> float:

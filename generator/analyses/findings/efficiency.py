@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from generator.analyses.classify import LATENCY
 from generator.analyses.findings.context import (
     MIN_KERNEL_STAGE_PCT,
     FindingInputs,
+    floor_bound,
     make,
     r,
     share,
-    sol_bound,
 )
 from generator.analyses.result import Finding
 
@@ -45,7 +46,9 @@ def memory_bandwidth(inputs: FindingInputs) -> list[Finding]:
         k = _relevant(inputs, stage)
         if not len(k):
             continue
-        hit = k[_memory_side(k, inputs) & (_num(k, "dram_throughput_pct") < LOW_DRAM_PCT)]
+        # ncu's own rule calls a latency-bound kernel's DRAM headroom no limit: no bandwidth claim
+        hit = k[_memory_side(k, inputs) & (_num(k, "dram_throughput_pct") < LOW_DRAM_PCT)
+                & (k["ncu_class"] != LATENCY)]
         if not len(hit):
             continue
         stage_ns = inputs.stage_ns(stage)
@@ -56,7 +59,7 @@ def memory_bandwidth(inputs: FindingInputs) -> list[Finding]:
                     "low_occupancy": (int((_num(hit, "achieved_occupancy_pct") < LOW_OCCUPANCY_PCT).sum()), "kernels"),
                     "low_l2_hit": (int((_num(hit, "l2_hit_rate_pct") < LOW_L2_HIT_PCT).sum()), "kernels")}
         found.append(make("memory_bandwidth", stage, evidence, hit.head(NAMED_KERNELS),
-                          sol_bound(hit, stage_ns, inputs.total_ns), "medium"))
+                          floor_bound(hit, stage_ns, inputs.total_ns, inputs), "medium"))
     return found
 
 
@@ -85,7 +88,7 @@ def occupancy(inputs: FindingInputs) -> list[Finding]:
                     "theoretical_limited": (int(theory.sum()), "kernels"),
                     "min_theoretical_pct": (r(_num(hit, "theoretical_occupancy_pct").min(), 2), "%")}
         found.append(make("occupancy", stage, evidence, hit.head(NAMED_KERNELS),
-                          sol_bound(hit, stage_ns, inputs.total_ns), "medium"))
+                          floor_bound(hit, stage_ns, inputs.total_ns, inputs), "medium"))
     return found
 
 
@@ -109,5 +112,5 @@ def cache(inputs: FindingInputs) -> list[Finding]:
                     "dram_pct": (r(row["dram_throughput_pct"], 1), "%"),
                     "kernels_low_l2": (len(k), "kernels"),
                     "stage_pct": (share(float(k["total_ns"].sum()), stage_ns), "%")}
-        found.append(make("cache", stage, evidence, top, sol_bound(top, stage_ns, inputs.total_ns), "medium"))
+        found.append(make("cache", stage, evidence, top, floor_bound(top, stage_ns, inputs.total_ns, inputs), "medium"))
     return found

@@ -34,6 +34,6 @@ def fusion(inputs: FindingInputs) -> list[Finding]:
             part = hit[hit["category"].isin(categories)]
             evidence[f"{group}_pct"] = (share(float(part["total_ns"].sum()), stage_ns), "%")
         named = hit[100.0 * hit["total_ns"] / stage_ns >= MIN_KERNEL_STAGE_PCT].head(NAMED_KERNELS)
-        bound = removal_bound(float(hit["total_ns"].sum()), stage_ns, inputs.total_ns)
+        bound = removal_bound(float(hit["total_ns"].sum()), stage_ns, inputs.total_ns, rows=hit)
         found.append(make("fusion", stage, evidence, named, bound, "medium"))
     return found

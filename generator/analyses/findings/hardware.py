@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from generator.analyses.findings.context import FindingInputs, make, r, share
+from generator.analyses.findings.context import FindingInputs, column, make, r, share
 from generator.analyses.findings.efficiency import FEW_WAVES, LOW_OCCUPANCY_PCT
 from generator.analyses.findings.fusion import FUSABLE
 from generator.analyses.findings.matmul import PRODUCT_CATEGORIES
@@ -42,29 +42,33 @@ def core_balance(inputs: FindingInputs) -> Finding:
         "tensor_pct": (share(float(k.loc[tensor, "total_ns"].sum()), total), "%"),
         "cuda_pct": (share(float(k.loc[cuda, "total_ns"].sum()), total), "%"),
         "no_flop_pct": (share(float(k.loc[~tensor & ~cuda, "total_ns"].sum()), total), "%"),
+        "outside_pct": (share(float(k.loc[~tensor, "total_ns"].sum()), total), "%"),
         "profiled_ms": (r(total / 1e6, 2), "ms")}, kind=HW, confidence="medium")
 
 
 def bandwidth(inputs: FindingInputs) -> Finding:
     """Bytes per decode token = Σ(DRAM bytes per launch × launches) of the profiled decode kernels /
-    (batch × new tokens); bandwidth = bytes per token × measured tokens/s (decode span)."""
+    tokens generated. The chip: the rate and bandwidth of decode kernel time alone (tokens / Σ kernel
+    time); the harness: the rate over the decode span, whose idle time is host launch gaps."""
     k = inputs.profiled(DECODE)
-    tokens, batch = inputs.params.get("new_tokens"), inputs.params.get("batch") or 1
+    tokens = inputs.tokens
     timeline = inputs.timeline
-    span = timeline.loc[timeline["stage"] == DECODE, "span_ns"] if timeline is not None else pd.Series(dtype=float)
+    row = timeline[timeline["stage"] == DECODE] if timeline is not None else pd.DataFrame()
     peak = inputs.peaks.dram_bytes_per_s
-    if not len(k) or not tokens or not len(span) or not peak:
+    if not len(k) or not tokens or not len(row) or not peak:
         return _abstain("bandwidth", {"decode_kernels": (len(k), "kernels"), "tokens": (tokens or 0, "tokens"),
-                                      "timeline": (bool(len(span)), ""), "peak": (bool(peak), "")})
-    per_token = float((_num(k, "dram_bytes") * k["count"]).sum()) / (tokens * batch)
-    rate = tokens * batch / (float(span.iloc[0]) / 1e9)
-    idle = timeline.loc[timeline["stage"] == DECODE, "idle_ns"]
+                                      "timeline": (bool(len(row)), ""), "peak": (bool(peak), "")})
+    per_token = float((_num(k, "dram_bytes") * k["count"]).sum()) / tokens
+    span, kernel, idle = (float(row[c].sum()) for c in ("span_ns", "kernel_ns", "idle_ns"))
+    rate, gpu_rate = tokens / (span / 1e9), tokens / (kernel / 1e9)
     return make("hw_bandwidth", DECODE, {
-        "mib_per_token": (r(per_token / 2**20, 2), "MiB/token"), "tokens": (tokens * batch, "tokens"),
+        "mib_per_token": (r(per_token / 2**20, 2), "MiB/token"), "tokens": (tokens, "tokens"),
+        "kernel_ms": (r(kernel / 1e6, 2), "ms"), "gpu_tok_per_s": (r(gpu_rate, 1), "tokens/s"),
+        "gpu_gbs": (r(per_token * gpu_rate / 1e9, 1), "GB/s"),
         "tok_per_s": (r(rate, 1), "tokens/s"), "needed_gbs": (r(per_token * rate / 1e9, 1), "GB/s"),
         "peak_gbs": (r(peak / 1e9, 0), "GB/s"), "peak_tok_per_s": (r(peak / per_token, 0), "tokens/s"),
         "profiled_pct": (share(float(k["total_ns"].sum()), inputs.stage_ns(DECODE)), "%"),
-        "idle_pct": (share(float(idle.iloc[0]), float(span.iloc[0])), "%")},
+        "idle_pct": (share(idle, span), "%")},
         kind=HW, confidence="medium")
 
 
@@ -86,20 +90,28 @@ def cache_sizing(inputs: FindingInputs) -> Finding:
 
 
 def decode_units(inputs: FindingInputs) -> Finding:
-    """Decode matrix products: FLOP per byte range (≈ rows) and achieved tensor FLOP/s vs the peak."""
+    """Decode matrix products: executed FLOP/s (Σ executed FLOP × launches / Σ kernel time) vs the
+    tensor peak; with operator shapes, their rows, the useful share of executed FLOP (padding) and the
+    useful FLOP/s (Σ useful FLOP × launches / Σ kernel time). Without shapes the useful work is unknown."""
     k = inputs.profiled(DECODE)
     k = k[k["category"].isin(PRODUCT_CATEGORIES)] if len(k) else k
     peak = inputs.peaks.flop_per_s.get("tensor")
-    ai = pd.to_numeric(k["arithmetic_intensity"], errors="coerce") if len(k) else pd.Series(dtype=float)
-    if not len(k) or not peak or not (ai > 0).any():
+    executed = _num(k, "flop_tensor") + _num(k, "flop_fp32") if len(k) else pd.Series(dtype=float)
+    if not len(k) or not peak or not (executed > 0).any():
         return _abstain("decode_units", {"decode_products": (len(k), "kernels")})
-    flop = float((_num(k, "flop_tensor") * k["count"]).sum())
-    achieved = flop / (float(k["total_ns"].sum()) / 1e9)
-    return make("hw_decode_units", DECODE, {
+    time_s = float(k["total_ns"].sum()) / 1e9
+    evidence: dict[str, tuple] = {
         "products_pct": (share(float(k["total_ns"].sum()), inputs.stage_ns(DECODE)), "%"),
-        "min_flop_per_byte": (r(ai[ai > 0].min(), 1), "FLOP/byte"), "max_flop_per_byte": (r(ai.max(), 1), "FLOP/byte"),
-        "achieved_tflops": (r(achieved / 1e12, 2), "TFLOP/s"), "peak_tflops": (r(peak / 1e12, 1), "TFLOP/s")},
-        k.head(4), kind=HW, confidence="medium")
+        "executed_tflops": (r(float((executed * k["count"]).sum()) / time_s / 1e12, 2), "TFLOP/s"),
+        "peak_tflops": (r(peak / 1e12, 1), "TFLOP/s")}
+    useful = pd.to_numeric(column(k, "useful_flop"), errors="coerce")
+    if useful.notna().all():  # every decode product's shapes known
+        rows = pd.to_numeric(k["m"]) * pd.to_numeric(k["batch"])
+        evidence["min_rows"] = (int(rows.min()), "rows")
+        evidence["max_rows"] = (int(rows.max()), "rows")
+        evidence["useful_pct"] = (share(float((useful * k["count"]).sum()), float((executed * k["count"]).sum())), "%")
+        evidence["useful_tflops"] = (r(float((useful * k["count"]).sum()) / time_s / 1e12, 3), "TFLOP/s")
+    return make("hw_decode_units", DECODE, evidence, k.head(4), kind=HW, confidence="medium")
 
 
 def fusion_engine(inputs: FindingInputs) -> Finding:

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 
-from generator.analyses.findings.context import FindingInputs, make, r, share, sol_bound, us
+from generator.analyses.findings.context import FindingInputs, floor_bound, make, r, share, us
 from generator.analyses.result import Bound, Finding
 
 HALF_DTYPES = frozenset({"bfloat16", "bf16", "float16", "fp16", "half"})
@@ -41,7 +41,12 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
         if ratio:
             evidence["peak_fp32_t"] = (r(peak32 / 1e12, 1), "TFLOP/s")
             evidence["peak_tensor_t"] = (r(peak_tc / 1e12, 1), "TFLOP/s")
-        bound = Bound(float(row["total_ns"]), stage_ns, inputs.total_ns, saving, 1.0 / ratio if ratio else None)
+        floor = floor_bound(hit.loc[[row.name]], stage_ns, inputs.total_ns, inputs)
+        # the same work at the tensor roof, never below the physical floor (then the floor is the basis)
+        basis = floor.floor_basis if floor.saving_ns < saving else ""
+        saving = min(saving, floor.saving_ns)
+        bound = Bound(float(row["total_ns"]), stage_ns, inputs.total_ns, saving, 1.0 / ratio if ratio else None,
+                      floor_basis=basis, parts=((str(row["name"]), saving),))
         found.append(make("precision_fallback", row["stage"], evidence, hit.loc[[row.name]], bound, "high"))
     return found
 
@@ -69,6 +74,6 @@ def old_arch(inputs: FindingInputs) -> list[Finding]:
                     "stage_pct": (share(row["total_ns"], stage_ns), "%"),
                     "sm_pct": (r(row["sm_throughput_pct"], 2), "%"),
                     "memory_pct": (r(row["memory_throughput_pct"], 2), "%")}
-        found.append(make("old_arch", row["stage"], evidence, rows, sol_bound(rows, stage_ns, inputs.total_ns),
+        found.append(make("old_arch", row["stage"], evidence, rows, floor_bound(rows, stage_ns, inputs.total_ns, inputs),
                           "high"))
     return found

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from generator.analyses.findings.context import (
     FindingInputs,
+    floor_bound,
     make,
     ms,
     share,
-    sol_bound,
     us,
 )
 from generator.analyses.result import Bound, Finding
@@ -59,8 +59,7 @@ def few_kernels(inputs: FindingInputs) -> list[Finding]:
             evidence[f"k{i}.us"] = (us(row["total_ns"]), "µs")
             evidence[f"k{i}.pct"] = (share(row["total_ns"], stage_ns), "%")
             evidence[f"k{i}.launches"] = (int(row["count"]), "launches")
-        bound = sol_bound(measured, stage_ns, inputs.total_ns) if len(measured) else \
-            Bound(float(top["total_ns"].sum()), stage_ns, inputs.total_ns, 0.0)
+        bound = floor_bound(inputs.with_floor_columns(top, stage), stage_ns, inputs.total_ns, inputs)
         evidence["saving_us"] = (us(bound.saving_ns), "µs")
         confidence = "high" if len(measured) == len(top) else "medium"
         found.append(make("few_kernels", stage, evidence, top, bound, confidence))

@@ -1,0 +1,62 @@
+"""A capture run's operator calls (``ops/calls.csv``: the work each ATen call of the marked iteration
+asked for, written by the capture) and the call that made each (stage, kernel)'s profiled launch.
+
+The launch ↔ call join is the marked iteration and operator number the nsys export's operator marks
+give the launch (nsys_sqlite.representative_launches' ``marked`` and ``operator``) = the file's
+``iteration`` and ``call``. A run without the
+file has no shapes (None): its pages say the useful work is unknown.
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from generator.errors import InputError
+from generator.readers.base import plain_file
+from generator.readers.inflate import chunks
+from generator.readers.nsys_sqlite import representative_launches
+from generator.run_layout import (
+    CALLS_COLUMNS,
+    CALLS_CSV,
+    COMPRESSED,
+    MODULE_NVTX_DOMAIN,
+    OPS_NVTX_DOMAIN,
+    with_compressed,
+)
+
+CALL_COLUMNS = list(CALLS_COLUMNS)  # what the capture writes (run_layout.CALLS_COLUMNS)
+NUMERIC = ["call", "flop", "ideal_bytes", "m", "n", "k", "batch"]
+
+
+def calls_file(run: Path) -> Path | None:
+    """The run's operator-call file (plain or compressed), None when the capture wrote none."""
+    return next((run / name for name in with_compressed(CALLS_CSV) if (run / name).is_file()), None)
+
+
+def read_op_calls(path: Path) -> pd.DataFrame:
+    """CALL_COLUMNS of ``path``; InputError naming the file and the column when one is missing."""
+    data = b"".join(chunks(path)) if path.suffix in COMPRESSED else path.read_bytes()
+    try:
+        frame = pd.read_csv(io.BytesIO(data))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"not a CSV table ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in CALL_COLUMNS if c not in frame]
+    if missing:
+        raise InputError(path, f"missing column {missing[0]!r} (expected {', '.join(CALL_COLUMNS)})")
+    frame[NUMERIC] = frame[NUMERIC].apply(pd.to_numeric, errors="coerce")
+    return frame[CALL_COLUMNS]
+
+
+def run_op_calls(path: Path, sqlite: Path, stages: Sequence[str], names: Sequence[str]) -> pd.DataFrame:
+    """Per (stage, kernel) of ``names`` the call that made its representative launch (the one ncu
+    profiled): stage, name, op, m, n, k, batch, flop, ideal_bytes (useful_work.OP_CALL_COLUMNS)."""
+    calls = read_op_calls(path).drop_duplicates(["iteration", "call"])
+    with plain_file(sqlite) as plain:
+        launches = representative_launches(plain, stages, names, MODULE_NVTX_DOMAIN, OPS_NVTX_DOMAIN)
+    launches = launches.dropna(subset=["operator"]).astype({"operator": "int64"})
+    joined = launches[["stage", "name", "marked", "operator"]].merge(
+        calls.drop(columns="stage"), left_on=["marked", "operator"], right_on=["iteration", "call"])
+    return joined[["stage", "name", "op", "m", "n", "k", "batch", "flop", "ideal_bytes"]].reset_index(drop=True)
