@@ -15,7 +15,7 @@ import pandas as pd
 
 from generator.analyses.result import Bound, Finding
 from generator.analyses.roofline import Peaks
-from generator.model import ALL_STAGES, GpuInfo
+from generator.model import ALL_STAGES, GpuInfo, whole_graphs
 
 #: the busiest unit's share of peak (SOL, ncu) is the documented headroom: a kernel at X % of its
 #: busiest unit can at most run 100 / X times faster
@@ -52,8 +52,11 @@ class FindingInputs:
         return self.stage_ns(ALL_STAGES)
 
     def rows(self, stage: str) -> pd.DataFrame:
-        """The stage's nsys summary rows, most time first, with friendly name and category."""
-        rows = self.summary[self.summary["stage"] == stage].sort_values("total_ns", ascending=False, kind="stable")
+        """The stage's nsys kernel rows, most time first, with friendly name and category: not the
+        CUDA graphs traced as whole graphs (model.is_whole_graph; their kernels are unknown), whose
+        time :meth:`stage_ns` counts."""
+        rows = self.summary[(self.summary["stage"] == stage) & ~whole_graphs(self.summary["name"])]
+        rows = rows.sort_values("total_ns", ascending=False, kind="stable")
         known = [self.names.get(n) for n in rows["name"]]
         return rows.assign(friendly_name=[getattr(k, "friendly_name", n) for k, n in zip(known, rows["name"])],
                            category=[getattr(k, "category", None) for k in known])
