@@ -74,13 +74,14 @@ def coverage(summary: pd.DataFrame, metrics: pd.DataFrame, top_n: int, stage: st
 
     A kernel counts as profiled when some launch (of that stage, or of unknown stage) matches it
     and nothing else (``configs`` as in :func:`attach_stage_time`). ``top_n`` is the number of
-    kernels looked at (fewer if the stage has fewer).
+    kernels looked at (fewer if the stage has fewer; a CUDA graph traced as a whole is none).
     """
-    in_stage = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True])
+    in_stage = summary[(summary["stage"] == stage) & ~whole_graphs(summary["name"])]  # kernels only
+    in_stage = in_stage.sort_values(["total_ns", "name"], ascending=[False, True])
     top = list(in_stage["name"].head(top_n))
     if stage != ALL_STAGES:
         metrics = metrics[metrics["stage"].isna() | (metrics["stage"] == stage)]
-    names = list(in_stage.loc[~whole_graphs(in_stage["name"]), "name"])
+    names = list(in_stage["name"])
     by_name = _configs_by_name(configs)
     profiled = set()
     for name, launch in dict.fromkeys(zip(metrics["name"], _launches(metrics))):

@@ -308,8 +308,9 @@ def _kernel_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
 def _whole_graphs(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     """Kernel-summary rows (stage, name, short_name and statistics) of the CUDA graphs traced as whole
     graphs, one per (stage, graph id): model.whole_graph_name, no short name. Empty without them."""
-    if GRAPH_TRACE_TABLE not in cap.tables or "graphId" not in cap.columns(GRAPH_TRACE_TABLE):
-        return pd.DataFrame()
+    if GRAPH_TRACE_TABLE not in cap.tables or "graphId" not in cap.columns(GRAPH_TRACE_TABLE) \
+            or not cap.conn.execute(f"SELECT 1 FROM {GRAPH_TRACE_TABLE} LIMIT 1").fetchone():
+        return pd.DataFrame()  # a node-level trace: its replays' kernels are kernel rows
     rows = []
     if ALL_STAGES in chosen:
         rows += cap.conn.execute(q.WHOLE_GRAPHS_ALL, (ALL_STAGES,)).fetchall()
