@@ -263,7 +263,8 @@ GROUP BY i.stage, i.device, m.idle_med_ns
 # ``graphNodeId`` set and the correlationId of its ``cudaGraphLaunch`` call, so the stage of the
 # launch call is the stage of every kernel the replay ran (KERNELS_IN_RANGES needs nothing more).
 # With the default ``--cuda-graph-trace=graph`` a replay is one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row
-# (start, end, correlationId) and its kernels are not in the export.
+# (start, end, correlationId, graphId) and its kernels are not in the export: each graph becomes one
+# kernel-summary row of the stage that launched it (WHOLE_GRAPHS_*, model.WHOLE_GRAPH_NAME).
 
 GRAPH_LAUNCH_API = "cudaGraphLaunch"
 #: The StringIds ids of its names (``cudaGraphLaunch``, ``cudaGraphLaunch_v10000``): looked up once,

@@ -190,11 +190,11 @@ versions:
     assert stage_time.loc["prefill", ["launches", "kernel_ns"]].tolist() == [113, 492669]
     assert stage_time.loc["all", "kernel_ns"] == ns + 492669
     index = (docs / "index.md").read_text(encoding="utf-8")
-    assert (f"decode: {n} CUDA graph replays were traced as whole graphs (1.98 ms GPU time, counted above as rows "
-            '"CUDA graph N (whole graph, kernels unknown)")') in index
+    assert (f"decode: {n} CUDA graph replays were traced as whole graphs (1.98 ms GPU time, counted above; the kernel "
+            'tables show each graph as one row "CUDA graph N (whole graph, kernels unknown)")') in index
     assert "Re-capture with nsys profile --cuda-graph-trace=node to see them." in index
     zh = (docs / "index.zh.md").read_text(encoding="utf-8")
-    assert f"decode：{n} 次 CUDA 图重放以整图方式记录（GPU 时间 1.98 ms" in zh
+    assert f"decode：{n} 次 CUDA 图重放以整图方式记录（GPU 时间 1.98 ms，已计入上表；内核表中每个图显示为一行" in zh
     assert "请用 nsys profile --cuda-graph-trace=node 重新采集以查看这些内核" in zh
     # no finding counts it as a kernel, and the top chart's note names a kernel, not the graph
     findings = (docs / "findings.md").read_text(encoding="utf-8")
