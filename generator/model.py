@@ -66,6 +66,28 @@ KERNEL_SUMMARY_COLUMNS: list[str] = [
     "time_pct",  # share of the stage's total kernel time, 0–100
 ]
 
+#: A kernel-summary row that is one CUDA graph traced as a whole (nsys' default
+#: ``--cuda-graph-trace=graph``): its launches and GPU time are known, its kernels are not, so no
+#: analysis names, classifies, joins or counts it as a kernel.
+WHOLE_GRAPH_NAME = "CUDA graph {graph} (whole graph, kernels unknown)"
+_WHOLE_GRAPH = re.compile(r"CUDA graph \S+ \(whole graph, kernels unknown\)")
+
+
+def whole_graph_name(graph: object) -> str:
+    """The kernel-summary name of the CUDA graph with nsys id ``graph`` traced as a whole."""
+    return WHOLE_GRAPH_NAME.format(graph=graph)
+
+
+def is_whole_graph(name: object) -> bool:
+    """Whether a kernel-summary name is a whole-graph row (:data:`WHOLE_GRAPH_NAME`)."""
+    return isinstance(name, str) and _WHOLE_GRAPH.fullmatch(name) is not None
+
+
+def whole_graphs(names: pd.Series) -> pd.Series:
+    """Per name, whether it is a whole-graph row (a boolean Series, also when ``names`` is empty)."""
+    return names.map(is_whole_graph).astype(bool)
+
+
 #: Per nsys kernel name, each launch configuration it ran with in the whole capture (distinct rows):
 #: what the nsys ↔ ncu join narrows a base name's candidates with (generator.analyses.join).
 LAUNCH_CONFIG_COLUMNS: list[str] = [

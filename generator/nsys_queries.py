@@ -216,11 +216,14 @@ ALL_LAUNCHES = 'SELECT ? AS stage, 0 AS inst, demangledName AS name, start, "end
 
 #: Every kernel's device and times (the DuckDB table ``kernel_times`` of the whole-capture timeline).
 KERNEL_TIMES = "SELECT deviceId AS device, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"
+#: Every whole-graph replay's, appended to KERNEL_TIMES where the file has them.
+GRAPH_TIMES = " UNION ALL SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 
 
-def timeline(staged: bool) -> str:
+def timeline(staged: bool, graph_trace: bool = False) -> str:
     """Per (stage, device): launches, kernel time, busy time, idle gaps and wall span; in SQLite
-    over temp.stage_kernels (``staged``), else in DuckDB over ``kernel_times``, the stage bound as
+    over temp.stage_kernels (``staged``; with ``graph_trace`` the whole-graph replays of
+    temp.stage_calls too, each one launch), else in DuckDB over ``kernel_times``, the stage bound as
     the one parameter (the text suits both: "end" quoted, integer halves as shifts).
 
     Within one stage instance (a merged NVTX range, or the whole capture) kernels are ordered by
@@ -230,6 +233,10 @@ def timeline(staged: bool) -> str:
     if staged:
         source = """
 SELECT stage, inst, device, start, "end" FROM temp.stage_kernels"""
+        if graph_trace:
+            source += """ UNION ALL
+SELECT c.stage, c.inst, g.deviceId, g.start, g."end" FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g
+JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24"""
     else:
         source = """
 SELECT CAST(? AS VARCHAR) AS stage, 0 AS inst, device, start, "end" FROM kernel_times"""
@@ -268,7 +275,8 @@ GROUP BY i.stage, i.device, m.idle_med_ns
 # ``graphNodeId`` set and the correlationId of its ``cudaGraphLaunch`` call, so the stage of the
 # launch call is the stage of every kernel the replay ran (KERNELS_IN_RANGES needs nothing more).
 # With the default ``--cuda-graph-trace=graph`` a replay is one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row
-# (start, end, correlationId) and its kernels are not in the export.
+# (start, end, correlationId, graphId) and its kernels are not in the export: each graph becomes one
+# kernel-summary row of the stage that launched it (WHOLE_GRAPHS_*, model.WHOLE_GRAPH_NAME).
 
 GRAPH_LAUNCH_API = "cudaGraphLaunch"
 #: The StringIds ids of its names (``cudaGraphLaunch``, ``cudaGraphLaunch_v10000``): looked up once,
@@ -300,6 +308,14 @@ FROM temp.wanted AS w LEFT JOIN launches AS l ON l.stage = w.stage LEFT JOIN ker
 LEFT JOIN trace AS t ON t.stage = w.stage
 ORDER BY w.idx
 """
+
+
+#: Each whole-graph replay (CUPTI_ACTIVITY_KIND_GRAPH_TRACE row) as (stage, graph id, GPU time): in
+#: the stage whose temp.stage_calls call launched it, or of the whole capture (the stage bound).
+WHOLE_GRAPHS_STAGED = """
+SELECT c.stage, g.graphId, g.end - g.start FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g
+JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24"""
+WHOLE_GRAPHS_ALL = "SELECT ?, graphId, end - start FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 
 
 def graph_capture_totals(node_column: bool, graph_trace: bool, runtime: bool) -> str:

@@ -12,13 +12,14 @@ import lzma
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from capture.workloads.generate import GraphedDecoder, prefill_and_decode
-from generator.errors import InputError
+from generator.model import whole_graph_name, whole_graphs
+from generator.pipeline.build import build_site
 from generator.readers import read
-from generator.readers.base import plain_file
-from generator.readers.nsys_sqlite import graph_node_modules, graph_summary, kernel_summary
+from generator.readers.nsys_sqlite import graph_node_modules, graph_summary, kernel_summary, read_stages
 from generator.run_layout import MODULE_NVTX_DOMAIN
 
 ROOT = Path(__file__).parent.parent
@@ -110,16 +111,96 @@ def test_graph_nodes_join_the_module_that_captured_them(graph_db: Path) -> None:
     assert (modules["module"] == "model.model.layers.15.mlp.down_proj [Linear]").sum() >= 1
 
 
-def test_whole_graph_trace_says_what_is_missing() -> None:
-    with pytest.raises(InputError) as err:
-        read(WHOLE, stage="decode")
-    assert str(err.value) == (
-        f"{WHOLE}: NVTX range 'decode' ran 4 CUDA graph launches traced as whole graphs (494.6 us GPU time "
-        "per graph, kernels unknown): re-capture with nsys profile --cuda-graph-trace=node")
-    with plain_file(WHOLE) as plain:
-        graphs = graph_summary(plain, ["prefill", "decode"]).set_index("stage")
-    assert graphs.loc["decode", ["graph_launches", "whole_graph_launches", "whole_graph_ns", "kernel_launches"]].tolist() \
-        == [4, 4, 1978420, 0]
+@pytest.fixture(scope="module")
+def whole_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    plain = tmp_path_factory.mktemp("whole") / "report.sqlite"
+    plain.write_bytes(lzma.decompress(WHOLE.read_bytes()))
+    return plain
+
+
+#: Whole-graph replays per stage and graph by plain SQL: a replay (GRAPH_TRACE row) is in the stage
+#: when its cudaGraphLaunch call starts inside the stage's NVTX range.
+WHOLE_SQL = f"""
+SELECT n.name, g.graphId, count(*), sum(g.end - g.start) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE g
+JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = g.correlationId
+JOIN ({STAGES_SQL}) n ON r.start BETWEEN n.start AND n.end AND r.globalTid = n.globalTid
+GROUP BY n.name, g.graphId
+"""
+
+
+def test_whole_graph_trace_reads_each_graph_as_a_row_of_its_stage(whole_db: Path) -> None:
+    """nsys' default graph trace: each graph is one kernel-summary row of the stage that launched it
+    (its replays and their GPU time), the eager kernels of the stages read as usual."""
+    db = sqlite3.connect(whole_db)
+    graphs = {(stage, whole_graph_name(graph)): (n, ns) for stage, graph, n, ns in db.execute(WHOLE_SQL)}
+    assert graphs == {("decode", "CUDA graph 1 (whole graph, kernels unknown)"): (4, 1978420)}
+    kernels = {stage: (n, ns) for stage, n, ns, _, _ in db.execute(PER_STAGE_SQL)}
+    assert kernels == {"prefill": (113, 492669)}  # decode ran no kernel outside its graph
+    reading = read_stages(whole_db, ["prefill", "decode"])
+    summary = reading.summary
+    rows = summary[whole_graphs(summary["name"])]
+    assert {(s, n): (c, ns) for s, n, c, ns in rows[["stage", "name", "count", "total_ns"]].itertuples(index=False)} \
+        == graphs
+    assert rows["short_name"].isna().all()
+    eager = summary[~whole_graphs(summary["name"])].groupby("stage")[["count", "total_ns"]].sum()
+    assert {s: (int(r["count"]), int(r["total_ns"])) for s, r in eager.iterrows()} == kernels
+    decode = summary[summary["stage"] == "decode"]
+    assert decode["time_pct"].tolist() == [100.0]
+    # the stage's GPU timeline holds the replays: 4 intervals, the first start to the last end
+    first, last = db.execute(f"SELECT min(g.start), max(g.end) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE g "
+                             f"JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = g.correlationId "
+                             f"JOIN ({STAGES_SQL}) n ON n.name = 'decode' AND r.start BETWEEN n.start AND n.end").fetchone()
+    timeline = reading.timeline.set_index("stage")
+    assert timeline.loc["decode", ["launches", "kernel_ns", "span_ns"]].tolist() == [4, 1978420, last - first]
+    assert reading.graphs.set_index("stage").loc["decode", ["graph_launches", "whole_graph_launches", "whole_graph_ns",
+                                                            "kernel_launches"]].tolist() == [4, 4, 1978420, 0]
+    # the whole capture: every replay (the warm-up's too) of the one graph
+    everything = read(WHOLE).kernel_summary.set_index("name")
+    assert everything.loc[whole_graph_name(1), ["count", "total_ns"]].tolist() == list(db.execute(
+        "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()) == [8, 3942057]
+
+
+def test_whole_graph_trace_builds_a_report_that_says_how_to_see_the_kernels(tmp_path: Path, whole_db: Path) -> None:
+    report = tmp_path / "report.yaml"
+    report.write_text(f"""id: whole
+title: {{en: Whole graphs, zh: 整图}}
+versions:
+  - id: v1
+    title: {{en: V1, zh: 一}}
+    date: 2026-11-29
+    inputs:
+      nsys: [{{path: {WHOLE}, stage: prefill}}, {{path: {whole_db}, stage: decode}}]
+""", encoding="utf-8")
+    build_site([report], tmp_path / "site", tmp_path / "src")
+    docs = tmp_path / "src" / "whole" / "v1" / "docs"
+    (n, ns), = [(n, ns) for stage, _, n, ns in sqlite3.connect(whole_db).execute(WHOLE_SQL) if stage == "decode"]
+    top = pd.read_csv(docs / "data" / "top_kernels.csv").set_index(["stage", "name"])
+    row = top.loc[("decode", whole_graph_name(1))]
+    assert (row["count"], row["total_ns"], row["time_pct"]) == (n, ns, 100.0)
+    # opaque: its own name, no kernel family, never profiled
+    assert (row["friendly_name"], row["library"], row["category"]) == (whole_graph_name(1), "CUDA graph", "other")
+    assert pd.isna(row["profiled"])
+    top_page = (docs / "top-kernels.md").read_text(encoding="utf-8")
+    [line] = [line for line in top_page.splitlines() if line.startswith("| 1 |") and "CUDA graph 1" in line
+              and "| 100.00 |" in line]
+    assert line.endswith("| not profiled in this stage |")
+    stage_time = pd.read_csv(docs / "data" / "stage_time.csv").set_index("stage")
+    assert stage_time.loc["decode", ["launches", "kernel_ns", "top_n", "whole_graph_launches", "whole_graph_ns"]].tolist() \
+        == [0, ns, 0, n, ns]
+    assert stage_time.loc["prefill", ["launches", "kernel_ns"]].tolist() == [113, 492669]
+    assert stage_time.loc["all", "kernel_ns"] == ns + 492669
+    index = (docs / "index.md").read_text(encoding="utf-8")
+    assert (f"decode: {n} CUDA graph replays were traced as whole graphs (1.98 ms GPU time, counted above; the kernel "
+            'tables show each graph as one row "CUDA graph N (whole graph, kernels unknown)")') in index
+    assert "Re-capture with nsys profile --cuda-graph-trace=node to see them." in index
+    zh = (docs / "index.zh.md").read_text(encoding="utf-8")
+    assert f"decode：{n} 次 CUDA 图重放以整图方式记录（GPU 时间 1.98 ms，已计入上表；内核表中每个图显示为一行" in zh
+    assert "请用 nsys profile --cuda-graph-trace=node 重新采集以查看这些内核" in zh
+    # no finding counts it as a kernel, and the top chart's note names a kernel, not the graph
+    findings = (docs / "findings.md").read_text(encoding="utf-8")
+    assert "CUDA graph 1" not in findings
+    assert "decode: 1.98 ms (80.1 %), top-20 kernels cover 0.0 %" in findings
+    assert "The largest kernel, CUDA graph" not in top_page
 
 
 def test_static_cache_decode_gives_the_dynamic_cache_tokens() -> None:

@@ -159,3 +159,24 @@ def test_nsys_sqlite_summary_matches_sql(capsys):
     assert (kernels["top"][0]["name"], kernels["top"][0]["total_ns"]) == (top_name, top_total)
     assert {g["name"] for g in summary["gpus"]} == {"Quadro RTX 8000"}
     assert "libcudf:gather" in summary["stages"]
+
+
+def test_whole_graph_trace_is_summarized_with_how_to_see_its_kernels(capsys, tmp_path, monkeypatch):
+    """nsys' default graph trace: the graph replays apart from the kernels, the re-capture said."""
+    whole = DATA / "cuda-graphs/whole-graph-trace.sqlite.xz"
+    plain = tmp_path / "whole.sqlite"
+    plain.write_bytes(lzma.decompress(whole.read_bytes()))
+    with sqlite3.connect(plain) as db:
+        graphs, replays, graph_ns = db.execute("SELECT count(DISTINCT graphId), count(*), sum(end - start) "
+                                               "FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()
+        launches, kernel_ns = db.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    rc, [summary], _ = inspect_json(capsys, whole)
+    [kernels] = summary["kernel_summary"]
+    assert rc == 0 and (kernels["launches"], kernels["total_ns"]) == (launches, kernel_ns + graph_ns)
+    assert kernels["whole_graphs"] == {"graphs": graphs, "launches": replays, "total_ns": graph_ns} \
+        == {"graphs": 1, "launches": 8, "total_ns": 3942057}
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["inspect", "--stage", "decode", str(whole)]) == 0
+    out = capsys.readouterr().out
+    assert ("1 CUDA graph(s), 4 launches traced as whole graphs, 1.978 ms GPU time; kernels unknown: re-capture "
+            "with nsys profile --cuda-graph-trace=node to see them") in out

@@ -13,7 +13,7 @@ import pandas as pd
 from generator.analyses.modules import OUTSIDE, ModulesResult
 from generator.analyses.registry import Analysis
 from generator.metric_table import DISPLAY
-from generator.model import ALL_STAGES
+from generator.model import ALL_STAGES, whole_graphs
 
 #: Histograms of a percentage: kernels below LOW_PCT and at or above HIGH_PCT are counted.
 LOW_PCT, HIGH_PCT = 20.0, 60.0
@@ -52,7 +52,9 @@ def histogram_note(metric: str, values: pd.DataFrame) -> Note | None:
 
 
 def top_note(stage: str, top: pd.DataFrame) -> Note | None:
-    """The first kernel's share and how many of the first kernels make up HALF_PCT of the stage."""
+    """The first kernel's share and how many of the first kernels make up HALF_PCT of the stage (CUDA
+    graphs traced as whole graphs are no kernels: not counted)."""
+    top = top[~whole_graphs(top["name"])].reset_index(drop=True)
     if not len(top):
         return None
     share = top["time_pct"].astype(float)

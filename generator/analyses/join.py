@@ -15,7 +15,7 @@ import pandas as pd
 from generator.analyses.kernel_match import Launch, candidates, launched_as
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
-from generator.model import ALL_STAGES, LAUNCH_CONFIG_COLUMNS, VersionInputs
+from generator.model import ALL_STAGES, LAUNCH_CONFIG_COLUMNS, VersionInputs, whole_graphs
 
 JOIN_COLUMNS = ["summary_stage", "summary_name", "stage_time_pct", "total_ns", "count", "ambiguous"]
 
@@ -45,12 +45,13 @@ def attach_stage_time(metrics: pd.DataFrame, summary: pd.DataFrame,
     """``metrics`` plus, per launch, the nsys kernel it is (JOIN_COLUMNS).
 
     A launch is looked up in its own stage's summary when the summary has that stage, else in
-    ALL_STAGES; where several nsys kernels fit, ``configs`` (LAUNCH_CONFIG_COLUMNS of the nsys
+    ALL_STAGES (never a CUDA graph traced as a whole); where several nsys kernels fit, ``configs`` (LAUNCH_CONFIG_COLUMNS of the nsys
     capture) keeps those that ran with the launch's configuration. ``ambiguous`` is True where
     several still fit; those rows, and rows that match nothing, have no summary_name and NaN numbers.
     """
     stages = set(summary["stage"])
-    by_stage = {stage: frame.set_index("name") for stage, frame in summary.groupby("stage", sort=False)}
+    kernels = summary[~whole_graphs(summary["name"])]  # a whole graph is no kernel a launch can be
+    by_stage = {stage: frame.set_index("name") for stage, frame in kernels.groupby("stage", sort=False)}
     by_name = _configs_by_name(configs)
     rows = []
     for name, stage, launch in zip(metrics["name"], metrics["stage"], _launches(metrics)):
@@ -73,9 +74,10 @@ def coverage(summary: pd.DataFrame, metrics: pd.DataFrame, top_n: int, stage: st
 
     A kernel counts as profiled when some launch (of that stage, or of unknown stage) matches it
     and nothing else (``configs`` as in :func:`attach_stage_time`). ``top_n`` is the number of
-    kernels looked at (fewer if the stage has fewer).
+    kernels looked at (fewer if the stage has fewer; a CUDA graph traced as a whole is none).
     """
-    in_stage = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True])
+    in_stage = summary[(summary["stage"] == stage) & ~whole_graphs(summary["name"])]  # kernels only
+    in_stage = in_stage.sort_values(["total_ns", "name"], ascending=[False, True])
     top = list(in_stage["name"].head(top_n))
     if stage != ALL_STAGES:
         metrics = metrics[metrics["stage"].isna() | (metrics["stage"] == stage)]

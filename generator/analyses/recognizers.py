@@ -13,6 +13,7 @@ from typing import Any
 
 from generator.analyses.cpp_names import ParsedName, canonical, demangle, parse_name
 from generator.analyses.family_words import fragment
+from generator.model import is_whole_graph
 
 _ID = r"(?<![A-Za-z0-9])"  # identifier edge where '_' separates tokens
 _DTYPES_CPP = (
@@ -525,7 +526,9 @@ MAX_RECOGNIZED = 16_384
 
 def recognize(raw: str) -> Match:
     """The first recognizer that recognizes ``raw`` (a mangled ``_Z…`` name is demangled first), else the
-    'unknown' family."""
+    'unknown' family; a CUDA graph traced as a whole is the 'whole_graph' family, named by its own name."""
+    if is_whole_graph(raw):
+        return Match("whole_graph", short=raw)
     raw = demangle(raw[:MAX_RECOGNIZED])[:MAX_RECOGNIZED]
     parsed = parse_name(raw)
     for rule in RECOGNIZERS:

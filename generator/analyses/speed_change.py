@@ -25,7 +25,7 @@ from generator.analyses.kernel_match import match_kernels
 from generator.analyses.naming import KernelName
 from generator.analyses.registry import Analysis
 from generator.analyses.result import VersionResult
-from generator.model import ALL_STAGES, VersionInputs
+from generator.model import ALL_STAGES, VersionInputs, whole_graphs
 
 #: the verdict of every row when the two versions ran different workloads or models
 NOT_COMPARED = "not compared"
@@ -157,10 +157,11 @@ def stage_movers(previous: pd.DataFrame, current: pd.DataFrame, stage: str, coun
 
 def kernel_changes(previous: pd.DataFrame, current: pd.DataFrame, names: dict[str, KernelName]) -> pd.DataFrame:
     """KERNEL_CHANGE_COLUMNS over the measured stages together (the "all" rows of two kernel
-    summaries): each kernel "added", "removed" or "paired" (by identity), paired ones by the size
-    of their change, most first; added and removed by their time."""
-    prev = previous[previous["stage"] == ALL_STAGES].set_index("name")
-    cur = current[current["stage"] == ALL_STAGES].set_index("name")
+    summaries, without CUDA graphs traced as whole graphs: their ids name no kernels): each kernel
+    "added", "removed" or "paired" (by identity), paired ones by the size of their change, most
+    first; added and removed by their time."""
+    prev, cur = (s[(s["stage"] == ALL_STAGES) & ~whole_graphs(s["name"])].set_index("name")
+                 for s in (previous, current))
     pairs = {p: c for p, c, _ in match_kernels(prev.index, cur.index)}
     rows = []
     for p, c in pairs.items():

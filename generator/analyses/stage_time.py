@@ -8,23 +8,23 @@ import pandas as pd
 from generator.analyses.naming import KernelName
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
-from generator.model import ALL_STAGES, VersionInputs
+from generator.model import ALL_STAGES, VersionInputs, whole_graphs
 
 #: One row per stage ("all" first), ns and counts; graph columns NaN where the input has no
 #: graph data (not an nsys SQLite export).
 STAGE_TIME_COLUMNS = [
     "stage",
-    "launches",  # kernel launches in the stage
-    "kernel_ns",  # their GPU time
+    "launches",  # kernel launches in the stage (not whole-graph replays)
+    "kernel_ns",  # GPU time of the stage's kernel-summary rows (kernels and whole graphs)
     "share_pct",  # kernel_ns / the "all" row's kernel_ns × 100
-    "top_n",  # kernels counted as the top N (fewer when the stage has fewer)
+    "top_n",  # kernels counted as the top N (fewer when the stage has fewer; whole graphs are none)
     "top_n_ns",  # GPU time of the stage's top-N kernels
     "top_n_pct",  # top_n_ns / kernel_ns × 100
     "graph_launches",  # CUDA graph replays launched in the stage
     "graph_kernel_ns",  # GPU time of the kernels that ran as graph nodes
     "graph_pct",  # graph_kernel_ns / kernel_ns × 100
     "whole_graph_launches",  # replays traced as whole graphs (kernels unknown)
-    "whole_graph_ns",  # their GPU time (not in kernel_ns)
+    "whole_graph_ns",  # their GPU time (in kernel_ns: each graph is a row of the kernel summary)
     "span_ns",  # first kernel start to last kernel end, summed over the stage's range instances
     "idle_ns",  # gaps with no kernel running inside the span
 ]
@@ -42,8 +42,9 @@ def stage_time(summary: pd.DataFrame, graphs: pd.DataFrame, timeline: pd.DataFra
     spans = timeline.set_index("stage") if len(timeline) else None
     rows = []
     for stage in stages:
-        kernels = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True])
-        ns = float(kernels["total_ns"].sum())
+        in_stage = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True])
+        ns = float(in_stage["total_ns"].sum())
+        kernels = in_stage[~whole_graphs(in_stage["name"])]
         top = kernels.head(top_n)
         graph = by_stage.loc[stage] if by_stage is not None and stage in by_stage.index else None
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from generator.analyses.result import Finding, SweepResult
 from generator.metric_table import DISPLAY
+from generator.model import whole_graphs
 
 #: A kernel (by name) whose median launch is shorter than this is "short" (ns).
 SHORT_KERNEL_NS = 10_000.0
@@ -81,8 +82,9 @@ def _timeline_figures(timeline: pd.DataFrame | None) -> dict[str, float]:
 
 def config_row(config: SweepConfig) -> dict[str, Any]:
     """CONFIG_COLUMNS of one configuration (``baseline`` False; NaN where an input is missing)."""
-    kernels = config.kernel_summary[config.kernel_summary["stage"].isin(config.stages)]
-    gpu_time = float(kernels["total_ns"].sum())
+    rows = config.kernel_summary[config.kernel_summary["stage"].isin(config.stages)]
+    gpu_time = float(rows["total_ns"].sum())
+    kernels = rows[~whole_graphs(rows["name"])]  # a graph traced as a whole is GPU time, not a kernel
     launches = int(kernels["count"].sum())
     short = kernels[kernels["med_ns"] < SHORT_KERNEL_NS]
     short_launches = int(short["count"].sum())

@@ -16,7 +16,7 @@ from rich.text import Text
 from generator.analyses.naming import name_kernels
 from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES
-from generator.model import Dataset
+from generator.model import Dataset, whole_graphs
 from generator.pipeline.inputs import load_manifest, manifest_stages
 from generator.readers import read
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
@@ -25,6 +25,8 @@ from generator.text_safety import clean_text
 HELP = ("say what each profiler file is and summarize its kernels, GPUs and NVTX ranges; summarize a capture run "
         "directory (manifest, stages, files, coverage)")
 TOP = 5
+#: What to do about CUDA graphs traced as whole graphs (nsys' default), said after their figures.
+RECAPTURE = "kernels unknown: re-capture with nsys profile --cuda-graph-trace=node to see them"
 SHOWN_STAGES = 12
 
 
@@ -185,12 +187,17 @@ def _stages(ds: Dataset) -> list[str]:
 
 
 def _kernel_summary(rows: pd.DataFrame, stage: str) -> dict[str, Any]:
+    """The stage's kernels, launches and GPU time (CUDA graphs traced as whole graphs: their GPU time
+    counted, their rows and replays apart, in ``whole_graphs``) and its top rows."""
     top = rows.sort_values(["total_ns", "name"], ascending=[False, True]).head(TOP)
+    graph = whole_graphs(rows["name"])
     return {
         "stage": stage,
-        "kernels": int(rows["name"].nunique()),
-        "launches": int(rows["count"].sum()),
+        "kernels": int(rows.loc[~graph, "name"].nunique()),
+        "launches": int(rows.loc[~graph, "count"].sum()),
         "total_ns": _number(rows["total_ns"].sum(min_count=1)),
+        "whole_graphs": {"graphs": int(graph.sum()), "launches": int(rows.loc[graph, "count"].sum()),
+                         "total_ns": _number(rows.loc[graph, "total_ns"].sum())},
         "top": _top_rows(top),
     }
 
@@ -263,6 +270,11 @@ def _print(console: Console, summary: dict[str, Any], full: bool = False) -> Non
         facts.add_row(Text(f"kernels [{kernels['stage']}]"),
                       f"{kernels['kernels']} distinct, {kernels['launches']:,} launches, "
                       f"{_duration(kernels['total_ns'])} GPU time")
+        graphs = kernels["whole_graphs"]
+        if graphs["graphs"]:
+            facts.add_row(Text(f"whole graphs [{kernels['stage']}]"),
+                          f"{graphs['graphs']} CUDA graph(s), {graphs['launches']:,} launches traced as whole graphs, "
+                          f"{_duration(graphs['total_ns'])} GPU time; {RECAPTURE}")
     metrics = summary.get("kernel_metrics")
     if metrics:
         facts.add_row("ncu launches", f"{metrics['launches']} profiled, {metrics['kernels']} distinct kernels, "

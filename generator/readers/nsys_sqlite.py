@@ -33,6 +33,7 @@ from generator.model import (
     Dataset,
     GpuInfo,
     Provenance,
+    whole_graph_name,
 )
 from generator.readers.base import sha256_of
 from generator.readers.sqlite_columnar import Columnar
@@ -95,7 +96,7 @@ REPRESENTATIVE_COLUMNS: list[str] = [
 TIMELINE_COLUMNS: list[str] = [
     "stage",
     "device",  # CUDA device id
-    "launches",  # kernels in the stage
+    "launches",  # kernels in the stage (a CUDA graph traced as a whole: one per replay)
     "kernel_ns",  # sum of kernel durations
     "busy_ns",  # time at least one kernel ran (span minus idle)
     "idle_ns",  # sum of gaps with no kernel running between consecutive kernels
@@ -279,8 +280,8 @@ def _reads(chosen: Sequence[str], tables: Sequence[str], staged: Sequence[str] =
 
 
 def _summary_reads(chosen: Sequence[str]) -> set[str]:
-    """What :func:`_kernel_summary` reads (a stage without kernels: its whole-graph replays too)."""
-    return _reads(chosen, KERNEL_SUMMARY_TABLES, (*_LAUNCH_TABLES, GRAPH_TRACE_TABLE))
+    """What :func:`_kernel_summary` reads (its whole-graph replays too)."""
+    return _reads(chosen, (*KERNEL_SUMMARY_TABLES, GRAPH_TRACE_TABLE), _LAUNCH_TABLES)
 
 
 def _staged(cap: _Capture, chosen: Sequence[str]) -> AbstractContextManager:
@@ -298,32 +299,43 @@ def _kernel_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     if named:
         parts.append(cap.staged_kernel_stats())
     frame = pd.concat(parts, ignore_index=True)
-    for stage in named:
-        if not (frame["grp"] == stage).any():
-            raise InputError(cap.path, _no_kernels(cap, stage))
     names = cap.strings([*frame["key"], *frame["aux"]])
     frame["stage"] = frame.pop("grp")
     frame["name"] = [names.get(string_id(k)) for k in frame.pop("key")]
     frame["short_name"] = [names.get(string_id(k)) for k in frame.pop("aux")]
+    graphs = _whole_graphs(cap, chosen)
+    if len(graphs):
+        frame = pd.concat([frame, graphs], ignore_index=True)
+    for stage in named:
+        if not (frame["stage"] == stage).any():
+            raise InputError(cap.path, f"NVTX range {stage!r} contains no kernel launches")
     frame["time_pct"] = frame["total_ns"] * 100.0 / frame.groupby("stage")["total_ns"].transform("sum")
     order = {s: i for i, s in enumerate(chosen)}
     frame = frame.sort_values(["stage", "total_ns", "name"], key=_stage_then(order), ascending=[True, False, True])
     return frame[KERNEL_SUMMARY_COLUMNS].reset_index(drop=True)
 
 
-def _no_kernels(cap: _Capture, stage: str) -> str:
-    """Why a stage has no kernel rows: whole-graph replays (nsys' default graph trace) or nothing."""
-    if GRAPH_TRACE_TABLE in cap.tables:
+def _whole_graphs(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
+    """Kernel-summary rows (stage, name, short_name and statistics) of the CUDA graphs traced as whole
+    graphs, one per (stage, graph id): model.whole_graph_name, no short name. Empty without them."""
+    if GRAPH_TRACE_TABLE not in cap.tables or "graphId" not in cap.columns(GRAPH_TRACE_TABLE) \
+            or not cap.conn.execute(f"SELECT 1 FROM {GRAPH_TRACE_TABLE} LIMIT 1").fetchone():
+        return pd.DataFrame()  # a node-level trace: its replays' kernels are kernel rows
+    rows = []
+    if ALL_STAGES in chosen:
+        rows += cap.conn.execute(q.WHOLE_GRAPHS_ALL, (ALL_STAGES,)).fetchall()
+    if _named(chosen):
         cap.launches()
-        replays, ns = cap.conn.execute(
-            "SELECT count(*), coalesce(sum(g.end - g.start), 0) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g "
-            "JOIN temp.stage_calls AS c ON c.corr = g.correlationId AND c.pid = g.globalPid >> 24 "
-            "WHERE c.stage = ?", (stage,)).fetchone()
-        if replays:
-            return (f"NVTX range {stage!r} ran {replays} CUDA graph launches traced as whole graphs "
-                    f"({ns / replays / 1e3:.1f} us GPU time per graph, kernels unknown): "
-                    "re-capture with nsys profile --cuda-graph-trace=node")
-    return f"NVTX range {stage!r} contains no kernel launches"
+        rows += cap.conn.execute(q.WHOLE_GRAPHS_STAGED).fetchall()
+    if not rows:
+        return pd.DataFrame()
+    cap.columnar.duck.register("graph_rows", pd.DataFrame(rows, columns=["grp", "key", "d"]))
+    frame = _finish_stats(cap.columnar.stats(
+        "SELECT grp || chr(31) || key AS k, grp, key, NULL AS aux, d FROM graph_rows"))
+    frame["stage"] = frame.pop("grp")
+    frame["name"] = [whole_graph_name(k) for k in frame.pop("key")]
+    frame["short_name"] = None
+    return frame.drop(columns="aux")
 
 
 def _stage_then(order: dict[str, int]):
@@ -358,7 +370,7 @@ def stage_instances(path: str | Path, stages: Sequence[str]) -> dict[str, dict[s
 def stage_timeline(path: str | Path, stages: Sequence[str] | None = None) -> pd.DataFrame:
     """Per stage and device: launches, kernel/busy/idle time, idle gaps and span (TIMELINE_COLUMNS)."""
     chosen = _stage_list(stages)
-    with _open(path, _reads(chosen, (KERNEL_TABLE,))) as cap, _staged(cap, chosen):
+    with _open(path, _reads(chosen, (KERNEL_TABLE, GRAPH_TRACE_TABLE))) as cap, _staged(cap, chosen):
         return _stage_timeline(cap, chosen)
 
 
@@ -366,13 +378,14 @@ def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     """:func:`stage_timeline` of ``chosen``, its named stages staged."""
     named = _named(chosen)
     rows = []
+    trace = GRAPH_TRACE_TABLE in cap.tables
     if ALL_STAGES in chosen:
-        cap.columnar.table("kernel_times", q.KERNEL_TIMES)
+        cap.columnar.table("kernel_times", q.KERNEL_TIMES + (q.GRAPH_TIMES if trace else ""))
         rows += cap.columnar.duck.execute(q.timeline(staged=False), [ALL_STAGES]).fetchall()
     calls = pd.DataFrame(columns=["stage", "d"])
     if named:
         cap.launches()
-        rows += cap.conn.execute(q.timeline(staged=True)).fetchall()
+        rows += cap.conn.execute(q.timeline(staged=True, graph_trace=trace)).fetchall()
         found = {r[0] for r in rows}
         for stage in named:
             if stage not in found:

@@ -18,7 +18,7 @@ def attention(inputs: FindingInputs) -> list[Finding]:
     found = []
     for stage in inputs.measured_stages():
         rows = inputs.rows(stage)
-        stage_ns = float(rows["total_ns"].sum())
+        stage_ns = inputs.stage_ns(stage)
         fused = rows[rows["category"] == FUSED]
         softmax = rows[rows["category"] == SOFTMAX]
         router = softmax["count"].isin(set(rows.loc[rows["category"] == ROUTING, "count"]))

@@ -16,7 +16,7 @@ import pandas as pd
 from generator.analyses.floors import datapath, launch_floor
 from generator.analyses.result import Bound, Finding
 from generator.analyses.roofline import Peaks
-from generator.model import ALL_STAGES, GpuInfo
+from generator.model import ALL_STAGES, GpuInfo, whole_graphs
 
 MIN_STAGE_SHARE_PCT = 1.0  # a stage below this share of all GPU time gets no per-stage finding
 MIN_KERNEL_STAGE_PCT = 1.0  # a kernel below this share of its stage is not named on its own
@@ -53,8 +53,11 @@ class FindingInputs:
         return self.stage_ns(ALL_STAGES)
 
     def rows(self, stage: str) -> pd.DataFrame:
-        """The stage's nsys summary rows, most time first, with friendly name and category."""
-        rows = self.summary[self.summary["stage"] == stage].sort_values("total_ns", ascending=False, kind="stable")
+        """The stage's nsys kernel rows, most time first, with friendly name and category: not the
+        CUDA graphs traced as whole graphs (model.is_whole_graph; their kernels are unknown), whose
+        time :meth:`stage_ns` counts."""
+        rows = self.summary[(self.summary["stage"] == stage) & ~whole_graphs(self.summary["name"])]
+        rows = rows.sort_values("total_ns", ascending=False, kind="stable")
         known = [self.names.get(n) for n in rows["name"]]
         return rows.assign(friendly_name=[getattr(k, "friendly_name", n) for k, n in zip(known, rows["name"])],
                            category=[getattr(k, "category", None) for k in known])

@@ -23,7 +23,7 @@ def fusion(inputs: FindingInputs) -> list[Finding]:
     every = frozenset().union(*FUSABLE.values())
     for stage in inputs.measured_stages():
         rows = inputs.rows(stage)
-        stage_ns = float(rows["total_ns"].sum())
+        stage_ns = inputs.stage_ns(stage)
         hit = rows[rows["category"].isin(every)]
         if 100.0 * hit["total_ns"].sum() / stage_ns < FUSION_SHARE_PCT:
             continue

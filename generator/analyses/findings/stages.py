@@ -27,7 +27,7 @@ def stage_split(inputs: FindingInputs) -> list[Finding]:
     evidence: dict[str, tuple] = {"total_ms": (ms(total), "ms")}
     for stage in stages:
         rows = inputs.rows(stage)
-        stage_ns = float(rows["total_ns"].sum())
+        stage_ns = inputs.stage_ns(stage)
         top = float(rows.head(inputs.top_n)["total_ns"].sum())
         profiled = inputs.profiled(stage)
         evidence[f"{stage}.ms"] = (ms(stage_ns), "ms")
@@ -47,7 +47,7 @@ def few_kernels(inputs: FindingInputs) -> list[Finding]:
     found = []
     for stage in inputs.measured_stages():
         rows = inputs.rows(stage)
-        stage_ns = float(rows["total_ns"].sum())
+        stage_ns = inputs.stage_ns(stage)
         top = rows.head(FEW_KERNELS)
         if len(rows) <= FEW_KERNELS or 100.0 * top["total_ns"].sum() / stage_ns < FEW_KERNELS_SHARE_PCT:
             continue
