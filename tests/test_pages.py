@@ -254,14 +254,17 @@ def test_workload_and_commands_from_a_capture_manifest(rendered, tmp_path: Path)
         pass
     with_manifest = dataclasses.replace(result, manifest=manifest.data)
     text = render_page("index", with_manifest, meta, "en", {})
-    _row(text, "| ", ">workload<", ">ocr-vlm<")
-    _row(text, "| ", ">params.new\\_tokens<", ">8<")
+    _row(text, "| Model | preset configuration `ocr-vlm` |")
+    _row(text, "| Weights | random ")
+    _row(text, "| New tokens | 8 |")
     # tool versions are setup facts (one source: the profiler file's record, else the manifest)
     from generator.analyses.setup import tool_versions
     _row(text, "| Nsight Compute | " + tool_versions(with_manifest)["ncu"] + " |")
     assert "tools.ncu" not in text
     assert "_Z4gemvPf" not in text and "created" not in text
-    assert "```shell\nncu --nvtx-include prefill/ --kernel-name 'regex:gemv|gemm' -o ncu/report\n```" in text
+    # the commands once, collapsed (a details block), as the manifest records them
+    assert "    ```shell\n    ncu --nvtx-include prefill/ --kernel-name 'regex:gemv|gemm' -o ncu/report\n    ```" in text
+    assert text.count("--nvtx-include prefill/") == 1 and '??? note "Tool commands (1, ' in text
 
 
 def test_only_the_charts_a_page_places_get_an_svg(rendered) -> None:

@@ -297,18 +297,24 @@ def _means(frame: pd.DataFrame) -> dict[str, float | None]:
 
 
 def class_stats(classified: pd.DataFrame, rule: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``{"rule", "params", "counts", "percent", "class_means", "overall_means"}``.
+    """``{"rule", "params", "counts", "percent", "time_ns", "time_percent", "class_means", "overall_means"}``.
 
     Every class the rule can give is listed (count 0 included); ``percent`` is of all profiled
-    kernels; class means are over that class's kernels, overall means over all profiled kernels.
+    kernels, ``time_ns`` their time in their stage (nsys) and ``time_percent`` its share of all profiled
+    time; class means are over that class's kernels, overall means over all profiled kernels.
     """
     total = len(classified)
     counts = {c: int((classified["class"] == c).sum()) if total else 0 for c in RULE_CLASSES[rule]}
+    times = classified["total_ns"] if "total_ns" in classified else pd.Series(float("nan"), index=classified.index)
+    time_ns = {c: float(times[classified["class"] == c].sum()) if total else 0.0 for c in counts}
+    all_ns = sum(time_ns.values())
     return {
         "rule": rule,
         "params": params or {},
         "counts": counts,
         "percent": {c: (100.0 * n / total if total else None) for c, n in counts.items()},
+        "time_ns": time_ns,
+        "time_percent": {c: (100.0 * ns / all_ns if all_ns else None) for c, ns in time_ns.items()},
         "class_means": {c: _means(classified[classified["class"] == c]) for c, n in counts.items() if n},
         "overall_means": _means(classified),
     }
