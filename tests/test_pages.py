@@ -13,7 +13,7 @@ from helpers_pages import example_result
 
 from generator.model import GpuInfo, VersionMeta
 from generator.render.chart_table import build_charts
-from generator.render.markdown import Numbers, escape_text, name_cell
+from generator.render.markdown import Numbers, escape_text, is_missing, name_cell
 from generator.render.module_tree import kernel_anchor
 from generator.render.pages import PAGES, page_file, page_names, render_page, render_version
 from generator.render.translations import translator
@@ -103,14 +103,21 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
     counts = result.classification["counts"]
     assert sum(counts.values()) == len(result.ncu_metrics) > 0
     for cls, count in counts.items():
-        _row(text, f"| {t('classes.' + cls)} | {count} | {n.cell(result.classification['percent'][cls])} |")
+        # pairs and their share, then their nsys time and its share of all profiled time
+        time_ns = float(result.ncu_metrics.loc[result.ncu_metrics["class"] == cls, "total_ns"].sum())
+        all_ns = float(result.ncu_metrics["total_ns"].sum())
+        _row(text, f"| {t('classes.' + cls)} | {count} | {n.cell(result.classification['percent'][cls])} | "
+                   f"{n.cell_ms(time_ns)} | {n.cell(100 * time_ns / all_ns)} |")
     for key, value in result.classification["overall_means"].items():
         line = _row(text, f"| {t('metrics.' + key)} |")
         assert line.endswith(f" {n.cell(value)} |")
     for kernel in result.ncu_metrics.to_dict("records"):  # one row per kernel and stage
         stage = t("stages.all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
+        qualifier = kernel.get("qualifier")
+        qualified = "" if is_missing(qualifier) else t("classification.qualified",
+                                                        qualifier=t(f"qualifiers.{qualifier}"))
         _row(text, f"| {_name(kernel['friendly_name'], kernel['name'], n.unknown)} | {stage} | "
-                   f"{t('classes.' + kernel['class'])} |", f"| {n.cell(kernel['sm_throughput_pct'])} |",
+                   f"{t('classes.' + kernel['class'])}{qualified} |", f"| {n.cell(kernel['sm_throughput_pct'])} |",
              f"| {n.cell(kernel['duration_ns'] / 1e3)} | {n.int(kernel['launches'])} |")
 
 
