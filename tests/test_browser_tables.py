@@ -103,7 +103,8 @@ def test_no_page_scrolls_sideways_at_1400_px(tab: Tab, served: Served, lang: str
             assert not table["covers"], (page, found)
         hidden += tab.page.evaluate("document.body.classList.contains('kr-no-toc')")
     assert tab.problems == []
-    assert hidden >= 1  # the classification page gave its kernel table the table of contents' room
+    if lang == "en":  # the classification page gave its kernel table the table of contents' room
+        assert hidden >= 1
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
