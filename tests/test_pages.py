@@ -179,7 +179,9 @@ def test_appendix_names_and_yaml(rendered) -> None:
     for entry in result.kernel_names:
         assert escape_text(entry["raw_name"]) in text
     yaml_text = (docs / "data" / "kernels.yaml").read_text(encoding="utf-8")
-    assert "```yaml\n" + yaml_text.rstrip() + "\n```" in text
+    # collapsed: the fence indented under a details block
+    indented = "\n".join(f"    {line}" if line else "" for line in yaml_text.rstrip().splitlines())
+    assert '??? note "kernels.yaml"\n\n    ```yaml\n' + indented + "\n    ```" in text
     assert len(yaml.safe_load(yaml_text)) == len(result.kernel_names)
 
 
