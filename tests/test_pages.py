@@ -263,7 +263,7 @@ def test_workload_and_commands_from_a_capture_manifest(rendered, tmp_path: Path)
         pass
     with_manifest = dataclasses.replace(result, manifest=manifest.data)
     text = render_page("index", with_manifest, meta, "en", {})
-    _row(text, "| Model | preset configuration `ocr-vlm` |")
+    _row(text, "| Model | preset configuration ", ">ocr-vlm<")
     _row(text, "| Weights | random ")
     _row(text, "| New tokens | 8 |")
     # tool versions are setup facts (one source: the profiler file's record, else the manifest)

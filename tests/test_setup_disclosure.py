@@ -142,3 +142,16 @@ def test_no_generated_page_holds_a_capture_machine_path(example_site) -> None:
     leaks = {p.name: sorted(a for a in absolute if a in text) for p in pages
              if any(a in (text := p.read_text(encoding="utf-8")) for a in absolute)}
     assert leaks == {}
+
+
+def test_hostile_manifest_values_stay_text() -> None:
+    """Values from a manifest (workload, attention, model directory, argv) are data: escaped in their cell."""
+    manifest = json.loads(SDPA.read_text(encoding="utf-8"))
+    evil = "x|<script>window.__kr=1</script>`y`*_"
+    manifest["params"] = {**manifest["params"], "attn_impl": evil, "model": f"/models/{evil}"}
+    manifest["argv"] = [*manifest["argv"], evil]
+    text = _index(manifest, "en")
+    assert "<script>" not in text and "`y`" not in text
+    for label in ("Model", "Weights", "Attention implementation", "Capture command"):
+        assert _cell(text, label).count(" | ") == 0, label  # the row keeps its two cells
+    assert _cell(text, "Weights") == translator("en")("setup.weights_real")
