@@ -108,9 +108,15 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
         all_ns = float(result.ncu_metrics["total_ns"].sum())
         _row(text, f"| {t('classes.' + cls)} | {count} | {n.cell(result.classification['percent'][cls])} | "
                    f"{n.cell_ms(time_ns)} | {n.cell(100 * time_ns / all_ns)} |")
-    for key, value in result.classification["overall_means"].items():
+    # the means table weighs each kernel by its nsys time in its stage
+    metrics = result.ncu_metrics
+    for key, value in result.classification["overall_time_means"].items():
         line = _row(text, f"| {t('metrics.' + key)} |")
         assert line.endswith(f" {n.cell(value)} |")
+    have = metrics["duration_ns"].notna()
+    weighted_us = float((metrics.loc[have, "duration_ns"] * metrics.loc[have, "total_ns"]).sum()
+                        / metrics.loc[have, "total_ns"].sum()) / 1e3
+    assert result.classification["overall_time_means"]["duration_us"] == pytest.approx(weighted_us)
     for kernel in result.ncu_metrics.to_dict("records"):  # one row per kernel and stage
         stage = t("stages.all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
         qualifier = kernel.get("qualifier")
