@@ -1,15 +1,22 @@
 # Two entry points for a fresh machine (see README.md): `make site` and `make test`.
 PY ?= python3
+# torch for the tests and the CPU capture workloads. Here and in CI pip's find-links hold only the CPU
+# build (torch-2.13.0+cpu), so this takes it; on a stock machine PyPI gives the CUDA build instead:
+# pass the CPU one, e.g. make test TORCH="torch==2.13.0+cpu --index-url https://download.pytorch.org/whl/cpu"
+TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: site test lint setup setup-test system-deps serve
+.PHONY: site test test-no-browser lint setup setup-test system-deps serve
 
 site: setup                      ## install the generator and build the bundled example report into site/
 	$(BIN)/python -m generator build
 
 test: setup-test system-deps lint  ## install everything incl. the capture extra, lint, run the whole test suite
 	$(BIN)/python -m pytest
+
+test-no-browser: setup-test lint  ## the same without the headless-Chromium tests: no apt, no root
+	$(BIN)/python -m pytest -m "not browser"
 
 lint: setup-test                 ## ruff (style, bugs, import order) and import-linter (the layer contracts in .importlinter)
 	$(BIN)/ruff check .
@@ -26,7 +33,7 @@ setup: $(BIN)/python
 	$(BIN)/pip install -q -e .
 
 setup-test: $(BIN)/python
-	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q $(TORCH)
 	$(BIN)/pip install -q -e '.[capture,test]'
 
 # Headless Chromium and a CJK font for the browser tests (Debian packages; needs root or sudo).

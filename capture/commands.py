@@ -19,10 +19,12 @@ NSYS_EXTRA_REPORTS: tuple[str, ...] = ("nvtx_sum", "cuda_api_sum")
 
 
 def worker_argv(python: str, workload: str, params: Params, stages_out: Path | None = None,
-                overhead_runs: int = 0, profile_plan: Path | None = None) -> list[str]:
-    """The nsys run (``stages_out``) also marks the operator calls the ncu run's windows are placed by."""
+                overhead_runs: int = 0, profile_plan: Path | None = None, calls_out: Path | None = None) -> list[str]:
+    """The nsys run (``stages_out``) also marks the operator calls the ncu run's windows are placed by
+    and writes their shapes to ``calls_out``."""
     argv = [python, "-m", "capture.worker", "--workload", workload, *to_argv(params)]
     argv += ["--stages-out", str(stages_out), "--mark-operators"] if stages_out else []
+    argv += ["--calls-out", str(calls_out)] if stages_out and calls_out else []
     argv += ["--overhead-runs", str(overhead_runs)] if overhead_runs else []
     return argv + (["--profile-plan", str(profile_plan)] if profile_plan else [])
 

@@ -1,6 +1,6 @@
 """What a run ran on: ``python -m capture.environment`` prints one JSON object.
 
-GPU properties come from torch (name, compute capability, SMs, memory) and ``nvidia-smi``
+GPU properties come from torch (name, compute capability, SMs, memory, L2 size) and ``nvidia-smi``
 (driver, clocks) where present; anything unavailable is null.
 """
 from __future__ import annotations
@@ -55,6 +55,7 @@ def collect() -> dict:
                 "compute_capability": f"{props.major}.{props.minor}",
                 "sm_count": props.multi_processor_count,
                 "memory_bytes": props.total_memory,
+                "l2_cache_bytes": props.L2_cache_size,
                 "max_sm_clock_hz": _mhz(row.get("clocks.max.sm")),
                 "max_memory_clock_hz": _mhz(row.get("clocks.max.mem")),
                 "sm_clock_hz_at_start": _mhz(row.get("clocks.sm")),

@@ -6,6 +6,7 @@ in ``logs/``) and the steps that need its output are skipped, while earlier arti
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import lzma
 import subprocess
@@ -28,8 +29,9 @@ from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages, resolve
 from capture.workloads.params import Params
 from capture.workloads.windows import NCU_INCLUDE, Plan
+from generator.readers.fidelity import SAME, compare, stage_kernels
 from generator.readers.nsys_sqlite import graph_summary
-from generator.run_layout import NCU_PASSES
+from generator.run_layout import NCU_PASSES, REPEAT_NVTX_DOMAIN
 
 Progress = Callable[[str], None]
 
@@ -74,7 +76,8 @@ class RunConfig:
         """The worker's argv: the nsys run writes the stages and times the module ranges, the ncu
         run opens the profile windows of ``plan`` (with ``params``, else the capture's)."""
         overhead = self.overhead_runs if stages_out else 0
-        return cmd.worker_argv(self.python, self.workload, params or self.params, stages_out, overhead, plan)
+        return cmd.worker_argv(self.python, self.workload, params or self.params, stages_out, overhead, plan,
+                               self.layout.calls_csv)
 
 
 def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[str, list[str], Path | None]]:
@@ -339,6 +342,43 @@ def _select(cfg: RunConfig, lay: cmd.RunLayout, stages: list[str], man: Manifest
     return top, mangled, windows, table
 
 
+#: What the manifest's ``fidelity`` compared.
+FIDELITY_NOTE = ("kernels (demangled name x launches) per stage of the measured iteration (module ranges on, after "
+                 "the marked warm-ups) against its plain repeat in the same process (no module range, no operator "
+                 f"mark; stage ranges in the NVTX domain {REPEAT_NVTX_DOMAIN}); any difference is 'different kernels'")
+#: The note a capture whose measured iteration differed from its plain repeat makes.
+FALLBACK_NOTE = ("the measured iteration launched other kernels than its plain repeat (manifest fidelity): ncu "
+                 "profiled the selected kernels inside their stage ranges only, with no module range and no "
+                 "operator window, which do not change the program")
+
+
+def fidelity(sqlite: Path, stages: list[str]) -> dict:
+    """The manifest's ``fidelity``: the measured stages' kernels against the plain repeat's."""
+    measured = stage_kernels(sqlite, {s: s for s in stages})
+    plain = stage_kernels(sqlite, {s: f"{REPEAT_NVTX_DOMAIN}:{s}" for s in stages})
+    return compare(measured, plain, stages, FIDELITY_NOTE)
+
+
+def keeps_windows(record: dict | None) -> bool:
+    """Whether ncu may place its windows by operator calls and module ranges: unless the measured
+    iteration ran other kernels than the program without them (no record: nothing says so)."""
+    return record is None or record["verdict"] == SAME
+
+
+def _fidelity_phase(lay: cmd.RunLayout, stages: list[str], repeated: bool, man: Manifest) -> dict | None:
+    """Record ``fidelity`` (a failure is recorded, not raised: the capture goes on without it)."""
+    if not repeated:
+        man.skip("fidelity", "the worker made no plain repeat of the measured iteration")
+        return None
+    try:
+        with man.phase("fidelity"):
+            record = fidelity(lay.sqlite, stages)
+            man.set(fidelity=record)
+            return record
+    except PhaseFailed:
+        return None
+
+
 def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress: Progress) -> None:
     lay = cfg.layout
     progress("nsys: profiling the workload")
@@ -353,7 +393,8 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
         measured = worker["stages"]
         stages = [s for s in measured if not cfg.stages or s in cfg.stages]
         man.set(stages=stages, stages_entered=measured, module_ranges=worker["module_ranges"],
-                module_overhead=worker["module_overhead"], operator_calls_marked=worker["operator_calls"])
+                module_overhead=worker["module_overhead"], operator_calls_marked=worker["operator_calls"],
+                tokens=worker.get("tokens"), energy=worker.get("energy"), clocks=worker.get("clocks"))
         if not stages:
             raise PhaseFailed(f"no measured stage to profile (entered: {', '.join(measured) or 'none'})")
     unknown = sorted(set(cfg.stages or ()) - set(measured))
@@ -363,6 +404,7 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     progress("nsys: exporting SQLite")
     with man.phase("nsys_export", [cmd.nsys_export(nsys, lay)]):
         _tool("nsys_export", cmd.nsys_export(nsys, lay), lay)
+    record = _fidelity_phase(lay, stages, bool(worker.get("repeat")), man)
     progress(f"top-{cfg.top_n}: selecting kernels (nsys stats per stage meanwhile)")
     with stats_beside(nsys, lay, stages, man):
         top, mangled, windows, table = _select(cfg, lay, stages, man, ncu is not None)
@@ -372,10 +414,15 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     pairs = list(zip(table["stage"], table["name"]))
     selected = [m for k in top.selected() for m in mangled[k.name]]
     progress(f"ncu: {len(pairs)} (kernel, stage) launches of {len(top.selected())} kernels in one model run")
-    plan_file = None if cfg.all_launch_configs else lay.profile_plan
-    launches = _ncu_pass(cfg, ncu, stages, _includes(cfg, stages), selected, plan_file, len(pairs), "", man, progress,
-                         1 if cfg.all_launch_configs else launch_count(table, windows),
-                         None if cfg.all_launch_configs else ncu_params(cfg.params, windows))
+    plain = None if keeps_windows(record) else dataclasses.replace(cfg.params, module_depth=0)
+    if cfg.all_launch_configs or plain:  # every launch configuration of the stages, no window
+        if plain:
+            man.note(FALLBACK_NOTE)
+        launches = _ncu_pass(cfg, ncu, stages, [f"{s}/" for s in stages], selected, None, len(pairs), "", man,
+                             progress, params=plain)
+    else:
+        launches = _ncu_pass(cfg, ncu, stages, _includes(cfg, stages), selected, lay.profile_plan, len(pairs), "", man,
+                             progress, launch_count(table, windows), ncu_params(cfg.params, windows))
     cov = coverage(top, mangled, launches, pairs)
     man.set(coverage=cov, ncu_launches=[{"kernel": m, "stage": s, "pass": 1} for m, s in launches])
     missing = cov["stage_pairs_missing"]  # a selected kernel missing altogether misses its pairs too
@@ -384,7 +431,7 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
         retry_stages = list(dict.fromkeys(s for s, _ in missing))
         progress(f"ncu: second pass for {len(missing)} (kernel, stage) pairs the first one missed")
         again = _ncu_pass(cfg, ncu, stages, [f"{s}/" for s in retry_stages], names, None, len(missing),
-                          NCU_PASSES[1], man, progress)
+                          NCU_PASSES[1], man, progress, params=plain)
         launches += again
         man.set(coverage={**coverage(top, mangled, launches, pairs), "first_pass": cov},
                 ncu_launches=man.data["ncu_launches"] + [{"kernel": m, "stage": s, "pass": 2} for m, s in again])

@@ -8,7 +8,12 @@ iteration with its stage ranges. ``--overhead-runs N`` then states what the modu
 module ranges installed and the overhead figures. ``--mark-operators`` (the nsys run) marks each
 operator call of the first iteration and of the last warm-up iteration (the first captures CUDA
 graphs, tunes and loads code once: it may launch otherwise) and the measured iteration
-(:mod:`capture.workloads.ops`).
+(:mod:`capture.workloads.ops`), then repeats the measured iteration plain: no module range, no
+operator mark, its stage ranges in :data:`~generator.run_layout.REPEAT_NVTX_DOMAIN` (the capture
+compares its kernels with the measured iteration's) with NVML energy and clocks read at its stage
+boundaries (:mod:`capture.workloads.energy`). ``--calls-out FILE`` writes the marked iterations'
+operator calls (:mod:`capture.workloads.shapes`). The JSON also holds ``tokens`` (the workload's
+``generated_tokens``, see :mod:`capture.workloads`).
 ``--profile-plan FILE`` (the ncu run) opens the profile windows of :mod:`capture.workloads.windows`.
 """
 from __future__ import annotations
@@ -19,9 +24,11 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from capture.workloads import PRESETS, WorkloadError, modules, overhead, resolve, stages
+from capture.workloads import PRESETS, WorkloadError, generated_tokens, modules, overhead, resolve, stages
 from capture.workloads import params as workload_params
+from capture.workloads.energy import Energy
 from capture.workloads.ops import Marks, Operators
+from capture.workloads.shapes import Calls
 from capture.workloads.windows import Plan, Windows
 
 
@@ -32,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--overhead-runs", type=int, default=0, help="iterations timed with and without module ranges")
     p.add_argument("--mark-operators", action="store_true",
                    help="mark each operator call of the first and the last warm-up iteration, and the measured iteration (NVTX)")
+    p.add_argument("--calls-out", type=Path, help="write each marked operator call's shapes, FLOP and bytes (CSV) here")
     p.add_argument("--profile-plan", type=Path, help="open the ncu profile windows this plan (JSON) names")
     workload_params.add_arguments(p)
     return p
@@ -51,12 +59,30 @@ def module_depth(workload: str, params: workload_params.Params) -> int:
     return modules.PRESET_DEPTH if workload in PRESETS else 0
 
 
+def _repeat(iteration, marks: Marks, device: str) -> dict:
+    """The measured iteration again, plain (no module range, no operator mark), stage ranges in the
+    repeat domain, NVML read at its stage boundaries: {"repeat": True, "energy": …, "clocks": …}."""
+    energy = Energy(device, lambda: _synchronize(device))
+    if energy.source is None:
+        print(f"capture.worker: {energy.note}", file=sys.stderr)
+    stages.add_hook(energy.enter)
+    stages.add_exit_hook(energy.exit)
+    try:
+        with stages.ranges_to(*marks.repeat):
+            iteration()
+    finally:
+        stages.remove_hook(energy.enter)
+        stages.remove_exit_hook(energy.exit)
+    return {"repeat": True, "energy": energy.record(), "clocks": energy.clocks()}
+
+
 def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, plan: Plan | None = None,
-        marks: Marks | None = None) -> dict:
-    """Warm up (``marks``: the operator calls of the first and of the last warm-up iteration marked),
-    run the measured iteration, optionally time the module-range overhead. Returns {"stages": entered in order,
-    "module_ranges": …, "module_overhead": … or None, "profile_windows": windows opened or None,
-    "operator_calls": calls marked or counted (None: neither)}."""
+        marks: Marks | None = None, calls: Calls | None = None) -> dict:
+    """Warm up (``marks``: the operator calls of the first and of the last warm-up iteration marked,
+    each told to ``calls``), run the measured iteration, repeat it plain (``marks``), optionally time
+    the module-range overhead. Returns {"stages": entered in order, "module_ranges": …, "module_overhead":
+    … or None, "profile_windows": windows opened or None, "operator_calls": calls marked or counted (None:
+    neither), "tokens": {"generated": …}, and with ``marks`` "repeat", "energy", "clocks"}."""
     iteration = resolve(workload)(params)
     depth = module_depth(workload, params)
     windows = Windows(plan) if plan is not None else None
@@ -64,15 +90,15 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, p
     if windows:
         stages.add_hook(windows.stage_enter)
         stages.add_exit_hook(windows.stage_exit)
-    calls = None
+    numbered = None
     with stages.quiet(), stages.range_("warmup"):
         for left in range(params.warmup, 0, -1):
             # the first may launch as the measured one (then ncu can profile its own first); the last
             # may where the first does not (it captures graphs, tunes, loads lazily)
             if marks and (left == params.warmup or left == 1):
-                with marks.operators(first=left == params.warmup) as marked:
+                with marks.operators(first=left == params.warmup, record=calls.recorder if calls else None) as marked:
                     iteration()
-                calls = marked.calls
+                numbered = marked.calls
             else:
                 iteration()
         _synchronize(params.device)
@@ -86,23 +112,28 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, p
     finally:
         stages.remove_hook(entered.append)
     if counted:
-        calls = counted.calls
+        numbered = counted.calls
     ranges.remove()
     if windows:
         stages.remove_hook(windows.stage_enter)
         stages.remove_exit_hook(windows.stage_exit)
+    repeat = _repeat(iteration, marks, params.device) if marks else {}
     cost = (overhead.measure(iteration, lambda: _synchronize(params.device), overhead_runs, depth)
             if overhead_runs and depth else None)
     return {"stages": entered, "module_ranges": ranges.describe(), "module_overhead": cost,
-            "profile_windows": windows.opened if windows else None, "operator_calls": calls}
+            "profile_windows": windows.opened if windows else None, "operator_calls": numbered,
+            "tokens": {"generated": generated_tokens(iteration)}, **repeat}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         plan = Plan.load(args.profile_plan) if args.profile_plan else None
+        calls = Calls() if args.calls_out else None
         result = run(args.workload, workload_params.from_namespace(args), args.overhead_runs, plan,
-                     Marks() if args.mark_operators else None)
+                     Marks() if args.mark_operators else None, calls)
+        if calls:
+            calls.write(args.calls_out)
     except (WorkloadError, ValueError) as exc:
         print(f"capture.worker: {exc}", file=sys.stderr)
         return 2

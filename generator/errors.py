@@ -12,5 +12,5 @@ class InputError(Exception):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
-    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # crosses process boundaries intact
-        return InputError, (self.path, self.problem)
+    def __reduce__(self) -> tuple[type, tuple[str, str], dict]:  # crosses process boundaries intact (notes too)
+        return InputError, (self.path, self.problem), self.__dict__

@@ -14,6 +14,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import traceback
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Connection, wait
@@ -175,6 +176,15 @@ def side_by_side(calls: Sequence[Callable[[], T]], limit: int, *, here: bool = F
     return values
 
 
+def with_origin(exc: BaseException) -> BaseException:
+    """``exc`` carrying the frames it was raised in as a note (notes survive pickling, tracebacks do
+    not), so ``--debug`` shows where an error raised in a child, or kept to be raised later, came from."""
+    if exc.__traceback__ is not None and hasattr(exc, "add_note"):
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        exc.add_note(f"raised at (most recent call last):\n{frames.rstrip()}")
+    return exc
+
+
 def _die_with(parent: int) -> None:
     """Linux: have the kernel kill this child when ``parent`` (the process that forked it) ends, so
     that a build killed mid-way leaves none of its children's children running."""
@@ -198,8 +208,10 @@ def _answer(writer: Connection, call: Callable[[], Any], parent: int, niceness: 
         writer.send((True, call()))
     except BaseException as exc:  # every failure goes back to the parent
         try:
-            writer.send((False, exc))
+            writer.send((False, with_origin(exc)))
         except Exception:  # an error that does not pickle: its text
-            writer.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            plain = RuntimeError(f"{type(exc).__name__}: {exc}")
+            plain.__notes__ = getattr(exc, "__notes__", [])
+            writer.send((False, plain))
     finally:
         writer.close()

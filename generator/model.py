@@ -66,6 +66,15 @@ KERNEL_SUMMARY_COLUMNS: list[str] = [
     "time_pct",  # share of the stage's total kernel time, 0–100
 ]
 
+#: Per nsys kernel name, each launch configuration it ran with in the whole capture (distinct rows):
+#: what the nsys ↔ ncu join narrows a base name's candidates with (generator.analyses.join).
+LAUNCH_CONFIG_COLUMNS: list[str] = [
+    "name",  # full demangled name (nsys `demangledName`)
+    "grid",  # "(x, y, z)" as ncu prints it
+    "block",  # "(x, y, z)"
+    "registers_per_thread",  # fixed when the kernel was compiled (float; NaN when unknown)
+]
+
 #: Identity and launch columns of KernelMetrics (one row per profiled launch).
 KERNEL_METRICS_ID_COLUMNS: list[str] = [
     "launch_id",  # the profiler's ID of the launch (int)
@@ -197,6 +206,11 @@ class VersionInputs:
     module_form: str | None = None
     module_kernels: pd.DataFrame | None = None
     module_classes: dict[str, str] = field(default_factory=dict)
+    #: every kernel launch of the measured stages (nsys_sqlite.LAUNCH_COLUMNS) where an nsys SQLite
+    #: export gave them; None when none did (the durations comparisons decide on)
+    launches: pd.DataFrame | None = None
+    #: launch configurations of the nsys SQLite exports' kernels (LAUNCH_CONFIG_COLUMNS), None without one
+    launch_configs: pd.DataFrame | None = None
 
 @dataclass(frozen=True)
 class VersionMeta:

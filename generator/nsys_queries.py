@@ -6,6 +6,7 @@ rows and :mod:`generator.readers.sqlite_columnar` aggregates them. The input fil
 """
 from __future__ import annotations
 
+from generator.readers.validate import bounded_name_sql
 from generator.run_layout import CAPTURE_NVTX_DOMAINS
 
 #: NVTX_EVENTS.eventType values of ranges, as nsys' nvtx_sum report selects them.
@@ -82,17 +83,19 @@ _FULL_NAME = f"CASE WHEN dom.name IS NOT NULL THEN dom.name || ':' || {_NAME} EL
 
 def nvtx_ranges() -> str:
     """NVTX ranges as (k, grp=style, key=name, aux, d, start), named ``domain:name`` in named domains as
-    nvtx_sum does. A range without an end lasts until the last NVTX timestamp, as nsys counts it.
+    nvtx_sum does (bounded: validate.bounded_name_sql). A range without an end lasts until the last
+    NVTX timestamp, as nsys counts it.
     """
     styles = " ".join(f"WHEN {t} THEN '{s}'" for t, s in NVTX_RANGE_STYLES.items())
     return f"""
 WITH {_DOMAINS}, last AS (SELECT max(max(start), coalesce(max(end), 0)) AS t FROM NVTX_EVENTS),
-r AS (
-    SELECT CASE ne.eventType {styles} END AS grp, {_FULL_NAME} AS key, 0 AS aux,
+named AS (
+    SELECT CASE ne.eventType {styles} END AS grp, {_FULL_NAME} AS full_name, 0 AS aux,
            coalesce(ne.end, (SELECT t FROM last)) - ne.start AS d, ne.start AS start
     FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
     WHERE ne.eventType IN ({_RANGE_TYPES})
-)
+),
+r AS (SELECT grp, {bounded_name_sql("full_name")} AS key, aux, d, start FROM named)
 SELECT grp || char(31) || key AS k, grp, key, aux, d, start FROM r
 """
 
@@ -195,6 +198,11 @@ SELECT c.stage AS stage, c.idx AS idx, c.inst AS inst, c.tid AS tid, c.t AS t, k
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
 JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
 """
+
+#: Every launch of temp.stage_kernels (stage, instance, name id, start, end).
+STAGE_LAUNCHES = 'SELECT stage, inst, name, start, "end" FROM temp.stage_kernels'
+#: Every launch of the capture as one stage (instance 0).
+ALL_LAUNCHES = 'SELECT ? AS stage, 0 AS inst, demangledName AS name, start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL'
 
 # --- GPU timeline per stage (sweep analysis) -----------------------------------------------------
 

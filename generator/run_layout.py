@@ -11,6 +11,7 @@
     ncu/raw.csv                   its --page raw export
     ncu/report-retry.ncu-rep      the second pass over kernels the first one missed (when any)
     ncu/raw-retry.csv             its --page raw export
+    ops/calls.csv                 each numbered operator call of the marked iterations: shapes, FLOP, bytes
 
 A committed run may keep any file compressed instead (``<name>.xz`` or ``<name>.zst``); readers take
 any of them.
@@ -38,7 +39,23 @@ OPS_NVTX_DOMAIN = "kr.ops"
 FIRST_OP_RANGE = "op-first"
 OP_RANGE = "op"
 MEASURED_RANGE = "measured"
-CAPTURE_NVTX_DOMAINS: tuple[str, ...] = (MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN, OPS_NVTX_DOMAIN)
+#: The nsys run's plain repeat of the measured iteration (no module ranges, no operator marks): its
+#: stage ranges, named as the stages, in this domain (``kr.repeat:<stage>`` for the readers).
+REPEAT_NVTX_DOMAIN = "kr.repeat"
+CAPTURE_NVTX_DOMAINS: tuple[str, ...] = (MODULE_NVTX_DOMAIN, PROFILE_NVTX_DOMAIN, OPS_NVTX_DOMAIN, REPEAT_NVTX_DOMAIN)
+#: Each operator call of the marked iterations (capture.workloads.shapes), one row a call.
+CALLS_CSV = "ops/calls.csv"
+CALLS_COLUMNS: tuple[str, ...] = (
+    "iteration",  # the marked iteration: FIRST_OP_RANGE or OP_RANGE (representative_launches' ``marked``)
+    "call",  # the call's number in it, from 1 (the ``operator`` of a launch it made)
+    "op",  # the ATen overload, e.g. aten.mm.default
+    "stage",  # the stage the call ran in (empty: outside every stage)
+    "input_shapes", "input_dtypes", "input_strides",  # JSON lists, one entry per tensor argument in order
+    "output_shapes",  # JSON list, one entry per output tensor
+    "flop",  # torch.utils.flop_counter's formula (aten._grouped_mm: 2*M*N*K); empty without one
+    "ideal_bytes",  # every distinct input tensor read once and every output written once
+    "m", "n", "k", "batch",  # of a matrix product (out = batch x (m x k)(k x n)); empty otherwise
+)
 #: ncu passes, in order: the first over the selected kernels, the retry over those it missed.
 NCU_PASSES: tuple[str, ...] = ("", "-retry")
 #: The suffixes of a compressed copy of a file (generator.readers.inflate reads each format).
@@ -108,6 +125,10 @@ class RunLayout:
     @property
     def stages_json(self) -> Path:
         return self.logs / "stages.json"
+
+    @property
+    def calls_csv(self) -> Path:
+        return self.root / CALLS_CSV
 
     @property
     def profile_plan(self) -> Path:

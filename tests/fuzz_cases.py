@@ -2,10 +2,11 @@
 run through the CLI in a forked child with a time limit, and the outcome classified.
 
 Outcomes: ``ok`` (exit 0), ``error`` (exit 2, one line on stderr starting "error: "), ``regression``
-(compare's exit 1), ``traceback`` (anything else a Python exception printed), ``crash`` (killed by a
-signal), ``hang`` (over the time limit), ``messy`` (exit 2 but not one line). Also counted per
-case: input files modified or lost (checksums before/after), files created beside the inputs, and
-elements a payload injected into a built site.
+(compare's exit 1), ``internal`` (the CLI's catch-all "error: internal error (…)": a bug, counted as a
+failure), ``traceback`` (anything else a Python exception printed), ``crash`` (killed by a signal),
+``hang`` (over the time limit), ``messy`` (exit 2 but not one line). Also counted per case: input
+files modified or lost (checksums before/after), files created beside the inputs, elements a payload
+injected into a built site, and the child's peak memory (its ``ru_maxrss``).
 """
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ class Case:
     timeout: float = 60.0
     bad: bool = False  # certainly unusable: must be answered by a one-line error, exit 2
     fresh: bool | None = None  # a new interpreter rather than fork() (default: for builds)
+    env: dict[str, str] = field(default_factory=dict)  # environment variables set for the run
 
 
 @dataclass
@@ -79,6 +81,7 @@ class Outcome:
     modified: int = 0
     created: int = 0
     injected: int = 0
+    peak_mb: float = 0.0  # the child's peak resident memory
 
 
 def plain_bytes(path: Path) -> bytes:
@@ -304,6 +307,78 @@ def special_cases(work: Path) -> list[Case]:
     return cases
 
 
+#: Rebuilds the kernel table without its NOT NULL constraints (CREATE TABLE … AS keeps none).
+_UNCONSTRAINED = ("CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; "
+                  "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL; ")
+#: Issue 35's SQLite reproductions on the committed gemm export: label → (script, certainly bad).
+ISSUE35_SQLITE = {
+    "all-names-null": (_UNCONSTRAINED + "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = NULL", True),
+    "name-id-beyond-int64": (_UNCONSTRAINED + "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = "
+                             "18446744073709551615 WHERE rowid = 1", True),
+    "end-text-nan": (_UNCONSTRAINED + "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 'NaN' WHERE rowid = 1", True),
+    "string-ids-view": ("ALTER TABLE StringIds RENAME TO StringTable; "
+                        "CREATE VIEW StringIds AS SELECT id, value FROM StringTable", False),
+}
+
+
+def sqlite_script(plain: bytes, script: str, dest: Path) -> Path:
+    """``plain`` (an SQLite file's bytes) written to ``dest`` and changed by ``script``."""
+    dest.write_bytes(plain)
+    con = sqlite3.connect(dest)
+    try:
+        con.executescript(script)
+        con.commit()
+    finally:
+        con.close()
+    return dest
+
+
+def issue35_cases(work: Path) -> list[Case]:
+    """Issue 35's reproductions that `inspect` answers, derived from committed files: NULL and
+    out-of-range name ids, a "NaN" timestamp (SQLite and Kineto), a view for StringIds, a header-only
+    kernel CSV, ``1_000`` numbers, and /proc/self/mem as an input."""
+    work.mkdir(parents=True, exist_ok=True)
+    cases: list[Case] = []
+    gemm = plain_bytes(DATA / "gemm" / "nsys" / "report.sqlite.xz")
+    for label, (script, bad) in ISSUE35_SQLITE.items():
+        path = sqlite_script(gemm, script, work / f"{label}.sqlite")
+        cases.append(Case(f"issue35:{label}", ["inspect", str(path)], [path], bad=bad))
+    trace = json.loads(plain_bytes(DATA / "hta" / "alexnet_benchmark_result_2869224_1695835535_trace.json.xz"))
+    for event in trace["traceEvents"]:
+        if isinstance(event, dict) and "ts" in event:
+            event["ts"] = "NaN"
+    path = work / "ts-nan_trace.json"
+    path.write_text(json.dumps(trace), encoding="utf-8")
+    cases.append(Case("issue35:kineto-ts-nan", ["inspect", str(path)], [path], bad=True))
+    kern_sum = (DATA / "nsys-stats-2025" / "small_vlm_prefill_cuda_gpu_kern_sum.csv").read_text(encoding="utf-8")
+    path = work / "header-only_cuda_gpu_kern_sum.csv"
+    path.write_text(kern_sum.splitlines()[0] + "\n", encoding="utf-8")
+    cases.append(Case("issue35:header-only-csv", ["inspect", str(path)], [path], bad=True))
+    path = work / "underscores_cuda_gpu_kern_sum.csv"
+    path.write_text(re.sub(r"(?m)^([\d.]+),(\d+)(\d{3}),", r"\1,\2_\3,", kern_sum), encoding="utf-8")
+    cases.append(Case("issue35:underscore-numbers", ["inspect", str(path)], [path], bad=True))
+    cases.append(Case("issue35:proc-self-mem", ["inspect", "/proc/self/mem"], [], bad=True))
+    return cases
+
+
+def huge_name_export(dest: Path, length: int) -> Path:
+    """The committed llm-decode-small export with its most-run kernel's name ``length`` characters
+    long (the name repeated, then padded): an ordinary SQLite export with one huge name."""
+    plain = plain_bytes(ROOT / "examples" / "runs" / "llm-decode-small" / "nsys" / "report.sqlite.xz")
+    dest.write_bytes(plain)
+    con = sqlite3.connect(dest)
+    try:
+        (name_id,) = con.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY demangledName "
+                                 "ORDER BY count(*) DESC LIMIT 1").fetchone()
+        con.execute("UPDATE StringIds SET value = substr(value || '_' || printf('%.*c', ?, 'x'), 1, ?) WHERE id = ?",
+                    (length, length, name_id))
+        con.commit()
+        con.execute("VACUUM")
+    finally:
+        con.close()
+    return dest
+
+
 # --- running a case ---------------------------------------------------------------------------------
 
 def digest(paths: list[Path]) -> dict[str, str | None]:
@@ -319,41 +394,37 @@ def run_case(case: Case, scratch: Path) -> Outcome:
     before, files_before = digest(case.inputs), siblings(case.inputs)
     out, err = scratch / "stdout", scratch / "stderr"
     if case.fresh or case.fresh is None and case.argv[0] == "build":  # vl-convert's runtime does not survive fork()
-        status = _run_fresh(case, scratch, out, err)
+        status, peak = _run_fresh(case, scratch, out, err)
     else:
-        status = _run_forked(case, scratch, out, err)
+        status, peak = _run_forked(case, scratch, out, err)
         if status is None:  # fork() of a threaded test process can deadlock in the child: ask a new one
-            status = _run_fresh(case, scratch, out, err)
+            status, peak = _run_fresh(case, scratch, out, err)
     text = err.read_text(encoding="utf-8", errors="replace") if err.exists() else ""
-    outcome = Outcome(case.name, case.bad, _classify(case, status, text), text.strip()[-300:])
+    outcome = Outcome(case.name, case.bad, _classify(case, status, text), text.strip()[-300:], peak_mb=peak)
     after = digest(case.inputs)
     outcome.modified = sum(before[p] != after[p] for p in before)
     outcome.created = len(siblings(case.inputs) - files_before)
     return outcome
 
 
-def _run_fresh(case: Case, scratch: Path, out: Path, err: Path) -> int | None:
-    """``python -m generator ARGV`` in a new interpreter; its wait status, None on timeout."""
+def _run_fresh(case: Case, scratch: Path, out: Path, err: Path) -> tuple[int | None, float]:
+    """``python -m generator ARGV`` in a new interpreter; its wait status (None on timeout) and peak MB."""
     import subprocess
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **case.env}
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         child = subprocess.Popen([sys.executable, "-m", "generator", *case.argv], cwd=scratch, env=env,
                                  stdout=stdout, stderr=stderr)
-        try:
-            code = child.wait(timeout=case.timeout)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-            return None
-    return (-code) & 0x7F if code < 0 else code << 8  # as os.waitpid reports it
+        return _wait(child.pid, case.timeout)
 
 
-def _run_forked(case: Case, scratch: Path, out: Path, err: Path) -> int | None:
-    """``main(ARGV)`` in a forked child (cheap: modules are loaded); its wait status, None on timeout."""
+def _run_forked(case: Case, scratch: Path, out: Path, err: Path) -> tuple[int | None, float]:
+    """``main(ARGV)`` in a forked child (cheap: modules are loaded); its wait status (None on timeout)
+    and peak MB."""
     pid = os.fork()
     if pid == 0:  # child
         code = 70
         try:
+            os.environ.update(case.env)
             os.chdir(scratch)
             fd_out, fd_err = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(fd_out, 1)
@@ -379,18 +450,19 @@ def _run_forked(case: Case, scratch: Path, out: Path, err: Path) -> int | None:
     return _wait(pid, case.timeout)
 
 
-def _wait(pid: int, timeout: float) -> int | None:
-    """The child's wait status, or None after killing it at ``timeout`` seconds."""
+def _wait(pid: int, timeout: float) -> tuple[int | None, float]:
+    """The child's wait status (None after killing it at ``timeout`` seconds) and its peak resident
+    memory in MB (``ru_maxrss`` of it and the children it waited for)."""
     import time
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
-            return status
+            return status, usage.ru_maxrss / 1024
         time.sleep(0.01)
     os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return None
+    _, _, usage = os.wait4(pid, 0)
+    return None, usage.ru_maxrss / 1024
 
 
 def _classify(case: Case, status: int | None, stderr: str) -> str:
@@ -406,6 +478,8 @@ def _classify(case: Case, status: int | None, stderr: str) -> str:
     if code == 1 and case.argv[0] == "compare":
         return "regression"
     lines = [line for line in stderr.splitlines() if line.strip()]
+    if any(line.startswith("error: internal error") for line in lines):
+        return "internal"
     if code == 2 and len(lines) == 1 and lines[0].startswith("error: "):
         return "error"
     if code == 2 and lines and all(line.startswith("error: ") or ": " in line for line in lines):
@@ -420,6 +494,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, int]:
         "cases": len(outcomes),
         "certainly_bad_inputs": len(bad),
         "certainly_bad_answered_one_line_exit_2": sum(o.kind == "error" for o in bad),
+        "internal_errors": kinds["internal"],
         "tracebacks": kinds["traceback"],
         "crashes": kinds["crash"],
         "hangs": kinds["hang"],

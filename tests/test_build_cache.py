@@ -135,6 +135,31 @@ def test_size_cap_evicts_least_recently_used(tmp_path: Path) -> None:
     assert store.hits == 1 and store.misses == 5
 
 
+def test_eviction_removes_only_its_own_entries(tmp_path: Path) -> None:
+    """KERNEL_REPORT_CACHE pointed at a user's folder with a tiny cap: eviction removes the cache's
+    entries and nothing else (issue 35: any ROOT/*/* folder went), also a folder named like an entry;
+    a root whose path holds a quote is written through a parameter, never SQL text."""
+    root = tmp_path / "it's mine"
+    (root / "photos" / "2024").mkdir(parents=True)
+    (root / "photos" / "2024" / "a.jpg").write_bytes(b"\xff\xd8" * 5000)
+    lookalike = root / "ab" / ("ab" + "0" * 62)
+    lookalike.mkdir(parents=True)
+    (lookalike / "notes.txt").write_text("not a cache entry\n")
+    forged = root / "cd" / ("cd" + "1" * 62)
+    forged.mkdir(parents=True)
+    (forged / "meta.json").write_text('{"format": "something else"}')
+    user_files = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    store = BuildCache(root, max_bytes=1)
+    expected = read_summary(NSYS, store)
+    assert store.misses == 1
+    assert {p: p.read_bytes() for p in user_files} == user_files  # every file of the user's is there
+    entries = [p for p in root.glob("*/*") if p.is_dir() and p not in (lookalike, forged, root / "photos" / "2024")]
+    assert entries == []  # its own entry, over the cap, was evicted
+    store.max_bytes = math.inf
+    assert read_summary(NSYS, store).equals(expected)
+    assert read_summary(NSYS, store).equals(expected) and store.hits == 1  # stored under the quoted path, read back
+
+
 def test_no_cache_neither_reads_nor_writes(tmp_path: Path) -> None:
     store = BuildCache(None)
     read_summary(NSYS, store)

@@ -133,6 +133,7 @@ def test_dry_run_prints_the_exact_commands(tmp_path: Path, capsys: pytest.Captur
                            "--cuda-graph-trace=node", "-o", str(tmp_path / "g/nsys/report")]
     assert profile[9:] == ["-m", "capture.worker", "--workload", "gemm", "--m", "1024",
                            "--stages-out", str(tmp_path / "g/logs/stages.json"), "--mark-operators",
+                           "--calls-out", str(tmp_path / "g/ops/calls.csv"),
                            "--overhead-runs", "3"]  # the default
     assert ["/opt/nsys", "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "--output",
             str(tmp_path / "g/nsys/stats/gemm"), "--filter-nvtx", "gemm",

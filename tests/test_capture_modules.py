@@ -117,10 +117,12 @@ def test_operator_windows_open_around_the_calls_the_nsys_run_marked() -> None:
     marks = Marks((events.append, lambda: events.append("-")))
     calls = worker.run("llm-decode", replace(TINY, warmup=3), marks=marks)["operator_calls"]
     assert calls > 100
-    assert events == ["op-first", "-"] * calls + ["op", "-"] * calls + ["measured", "-"]
+    # then the plain repeat's stage ranges (the repeat domain; here the same recorder)
+    repeat = ["prefill", "-", "decode", "-"]
+    assert events == ["op-first", "-"] * calls + ["op", "-"] * calls + ["measured", "-"] + repeat
     events.clear()
     assert worker.run("llm-decode", replace(TINY, warmup=1), marks=marks)["operator_calls"] == calls
-    assert events == ["op-first", "-"] * calls + ["measured", "-"]
+    assert events == ["op-first", "-"] * calls + ["measured", "-"] + repeat
     iteration = resolve("llm-decode")(TINY)
     with Names() as first:
         iteration()

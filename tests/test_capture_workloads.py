@@ -144,3 +144,16 @@ def test_capture_caches_bytecode_outside_the_sources_where_the_environment_forbi
         assert {"cli", "run", "targets", "nsys_sqlite"} <= cached  # the capture's own imports
     else:
         assert out.split() == ["None", "None", "False", "False"] and not folder.exists()
+
+
+@pytest.mark.parametrize("name", ["llm-decode", "ocr-vlm"])
+def test_decode_uses_the_cache_keyword_the_installed_transformers_takes(name: str) -> None:
+    """The decode loop passes and reads its KV cache under the name the installed transformers
+    takes (``cache`` in 5.24, ``past_key_values`` in the GPU hosts' 5.17): no deprecation
+    warning, which says the old name goes in 5.40."""
+    code = ("import sys; from capture import worker; from test_capture_workloads import TINY; "
+            f"worker.run({name!r}, TINY[{name!r}])")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).parent.parent, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "deprecated" not in run.stderr and "past_key_values" not in run.stderr

@@ -2,9 +2,11 @@
 
 Default: a bounded sample (well under 3 minutes on two cores). ``pytest tests/test_fuzz.py
 --fuzz-long`` (or ``KERNEL_REPORT_FUZZ_LONG=1``) runs the long campaign and prints its counts:
-tracebacks, crashes, hangs, injected elements, files lost or modified, and how many certainly-bad
-inputs were answered by a one-line error with exit 2. Every count the issue asks to be zero is
-asserted zero in both modes.
+internal errors, tracebacks, crashes, hangs, injected elements, files lost or modified, and how many
+certainly-bad inputs were answered by a one-line error with exit 2, then each case's peak memory.
+Every count the issues ask to be zero is asserted zero in both modes; issue 35's reproductions run in
+both (its 100 MB kernel name only in the long one), and every case's peak memory stays under
+:data:`PEAK_MB_LIMIT`.
 """
 from __future__ import annotations
 
@@ -41,6 +43,10 @@ ROOT = Path(__file__).resolve().parent.parent
 H200 = ROOT / "tests" / "data" / "h200-small"
 KERN_SUM = ROOT / "tests" / "data" / "nsys-stats-2025" / "small_vlm_prefill_cuda_gpu_kern_sum.csv"
 TOTALS: Counter = Counter()
+#: Each run case's peak resident memory (MB), by case name.
+PEAKS: dict[str, float] = {}
+#: No case may use more (a forked case inherits the test process's pages; the 100 MB name used 6 GB).
+PEAK_MB_LIMIT = 2500
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +58,20 @@ def long_mode(request: pytest.FixtureRequest) -> Iterator[bool]:
     if TOTALS and capture is not None:
         with capture.global_and_fixture_disabled():
             print(f"\nfuzz campaign ({'long' if long else 'CI sample'}): {json.dumps(dict(sorted(TOTALS.items())))}")
+            if long:
+                for name, peak in sorted(PEAKS.items(), key=lambda item: -item[1]):
+                    print(f"peak {peak:7.0f} MB  {name[-150:]!r}")
+            print(f"largest peak memory of {len(PEAKS)} cases: {max(PEAKS.values(), default=0):.0f} MB")
+
+
+def _record(outcomes: list[fc.Outcome]) -> dict[str, int]:
+    """The summary of ``outcomes``, added to the campaign's counts; their peaks kept and bounded."""
+    summary = fc.summarize(outcomes)
+    TOTALS.update(summary)
+    PEAKS.update({o.case: o.peak_mb for o in outcomes})
+    over = [(o.case, round(o.peak_mb)) for o in outcomes if o.peak_mb > PEAK_MB_LIMIT]
+    assert over == [], over
+    return summary
 
 
 def _settings(long: bool, ci: int, full: int) -> settings:
@@ -60,7 +80,7 @@ def _settings(long: bool, ci: int, full: int) -> settings:
 
 
 def _zero_counts(summary: dict[str, int]) -> None:
-    for key in ("tracebacks", "crashes", "hangs", "messy_errors", "files_modified_or_lost",
+    for key in ("internal_errors", "tracebacks", "crashes", "hangs", "messy_errors", "files_modified_or_lost",
                 "files_created_beside_inputs", "injected_elements"):
         assert summary.get(key, 0) == 0, (key, summary)
     assert summary["certainly_bad_answered_one_line_exit_2"] == summary["certainly_bad_inputs"], summary
@@ -72,12 +92,11 @@ def test_mutated_profiler_files(long_mode: bool, tmp_path: Path) -> None:
     """Every seed reader and layout, mutated (numbers, control characters, truncation, flipped bytes,
     1 MB fields, garbage tails, SQLite rows, xz containers, bombs): no traceback, crash or hang, no
     input touched, every certainly-bad file a one-line exit-2 error."""
-    cases = fc.special_cases(tmp_path)
+    cases = fc.special_cases(tmp_path) + fc.issue35_cases(tmp_path / "issue35")
     for seed in ([1, 2] if long_mode else [1]):
         cases += fc.file_cases(tmp_path / f"files{seed}", 20 if long_mode else 2, seed)
     outcomes = fc.run_all(cases, tmp_path / "scratch")
-    summary = fc.summarize(outcomes)
-    TOTALS.update(summary)
+    summary = _record(outcomes)
     failures = [(o.kind, o.case, o.detail[-200:]) for o in outcomes
                 if o.kind not in ("ok", "error", "regression") or o.modified or o.created
                 or o.bad and o.kind != "error"]
@@ -253,7 +272,7 @@ versions:
     outcome = fc.run_case(case, tmp_path)
     assert outcome.kind == "ok", outcome.detail
     outcome.injected = injected_elements(site)
-    TOTALS.update(fc.summarize([outcome]))
+    _record([outcome])
     assert outcome.injected == 0 and outcome.modified == 0 and outcome.created == 0
     with open(site / "v1" / "data" / "top_kernels.csv", newline="", encoding="utf-8") as f:
         cells = [value for row in csv.DictReader(f) for value in row.values() if isinstance(value, str)]
@@ -288,8 +307,8 @@ versions:
     assert build.returncode == 130, err
     assert [line for line in err.splitlines() if line.startswith(("error", "Traceback"))] == [
         "error: interrupted; nothing was replaced"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.yaml", "site", "src"]
-    assert list(site.iterdir()) == [] and [p.name for p in src.iterdir() if ".kr-" in p.name] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.yaml", "site"]  # src/ it made: removed
+    assert list(site.iterdir()) == [] and not src.exists()
 
 
 def test_inspect_prints_no_terminal_escapes(tmp_path: Path) -> None:
@@ -317,9 +336,15 @@ id: mine
 title: {en: Mine, zh: 我的}
 versions: [{id: v1, title: {en: V1, zh: 一}, date: 2026-11-20, runs: [runs/decode]}]
 """, encoding="utf-8")
+    (tmp_path / "userdir").mkdir()  # issue 35: --force through a link replaced the target's content
+    (tmp_path / "userdir" / "thesis.txt").write_text("mine\n", encoding="utf-8")
+    for link, target in (("link_to_userdir", tmp_path / "userdir"), ("link_to_project", project)):
+        (tmp_path / link).symlink_to(target, target_is_directory=True)
     before = {p: p.read_bytes() if p.is_file() else None for p in sorted(tmp_path.rglob("*"))}
-    targets = [tmp_path, *before] if long_mode else [tmp_path, project, project / "runs", project / "report.yaml",
-                                                    project / "runs" / "decode" / "ncu"]
+    userdir = tmp_path / "userdir"  # the one directory --force may take: what it held is moved aside, below
+    few = [tmp_path, project, project / "runs", project / "report.yaml", project / "runs" / "decode" / "ncu",
+           tmp_path / "link_to_userdir", tmp_path / "link_to_project"]
+    targets = [tmp_path, *(p for p in before if p != userdir)] if long_mode else few
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     outcomes = []
@@ -336,4 +361,105 @@ versions: [{id: v1, title: {en: V1, zh: 一}, date: 2026-11-20, runs: [runs/deco
     summary = fc.summarize(outcomes)
     summary["files_modified_or_lost"] += lost
     TOTALS.update({f"output_{k}": v for k, v in summary.items()})
+    PEAKS.update({o.case: o.peak_mb for o in outcomes})
     assert lost == 0 and [o.case for o in outcomes if o.kind != "error"] == []
+    if long_mode:  # --force on a user's directory builds there and keeps every file in a backup beside it
+        argv = ["build", str(project / "report.yaml"), "--out", str(userdir), "--src", str(scratch / "src"),
+                "--force", "--lang", "en"]
+        outcome = fc.run_case(fc.Case("--out userdir --force", argv, [], timeout=600), scratch)
+        PEAKS[outcome.case] = outcome.peak_mb
+        backup = tmp_path / "userdir.kr-backup-1"
+        assert outcome.kind == "ok" and (backup / "thesis.txt").read_text(encoding="utf-8") == "mine\n"
+        assert f"moved to {backup}" in " ".join((scratch / "stderr").read_text(encoding="utf-8").split())
+
+
+# --- issue 35: builds ---------------------------------------------------------------------------------
+
+def three_version_report(root: Path) -> Path:
+    """Issue 35's report: explicit nsys/ncu/torch files, a copy of the llm-decode-small run and a
+    two-point vit sweep, every name unusual (markup, glob and Markdown characters)."""
+    runs = ROOT / "examples" / "runs"
+    skip = shutil.ignore_patterns("*.nsys-rep", "logs")
+    shutil.copytree(runs / "llm-decode-small", root / "run <a>|b*", ignore=skip)
+    shutil.copytree(runs / "vit-sweep" / "image-size224_batch1", root / "p[1]:_x", ignore=skip)
+    shutil.copytree(runs / "vit-sweep" / "image-size448_batch4", root / "p[2]:_y", ignore=skip)
+    report = root / "report.yaml"
+    report.write_text(f"""
+id: three
+title: {{en: "Three <b>|*_[x]", zh: "三 <b>"}}
+versions:
+  - id: v1
+    title: {{en: "explicit <i>|*", zh: "显式"}}
+    date: 2026-11-20
+    inputs:
+      nsys: ["{H200}/small_vlm.nsys.sqlite.xz"]
+      ncu: ["{H200}/small_vlm_prefill.ncu-rep.xz"]
+      torch: ["{H200}/small_vlm_torch_trace.json.gz"]
+  - {{id: v2, title: {{en: "run | [copy] *", zh: "运行"}}, date: 2026-11-21, runs: ["run <a>|b*"]}}
+  - id: v3
+    title: {{en: "sweep _x_ <y>", zh: "扫描"}}
+    date: 2026-11-22
+    sweep:
+      - {{label: "a|<1>*", params: {{image_size: 224, batch: 1}}, runs: ["p[1]:_x"], baseline: true}}
+      - {{label: "b:[2]_", params: {{image_size: 448, batch: 4}}, runs: ["p[2]:_y"]}}
+""", encoding="utf-8")
+    return report
+
+
+@pytest.mark.slow
+def test_three_version_report_with_unusual_names(tmp_path: Path) -> None:
+    """Issue 35's three-version report (was "internal error (ZeroDivisionError …)") builds, with no
+    input touched and nothing injected by its names."""
+    report = three_version_report(tmp_path / "inputs")
+    inputs = [p for p in (tmp_path / "inputs").rglob("*") if p.is_file()]
+    site = tmp_path / "site"
+    case = fc.Case("issue35:three-versions", ["build", str(report), "--out", str(site), "--lang", "en"], inputs,
+                   timeout=600)
+    outcome = fc.run_case(case, tmp_path)
+    outcome.injected = injected_elements(site)
+    summary = _record([outcome])
+    assert outcome.kind == "ok", outcome.detail
+    assert summary["files_modified_or_lost"] == summary["files_created_beside_inputs"] == 0
+    assert outcome.injected == 0 and {"v1", "v2", "v3"} <= {p.name for p in site.iterdir()}
+
+
+def test_huge_kernel_name_build_is_bounded(long_mode: bool, tmp_path: Path) -> None:
+    """Long mode: an ordinary export with one 100 MB kernel name (was past 6 GB and 200 s) builds in
+    bounded memory; the name reaches the data download cut and marked. CI: a 2 MB name, `inspect`."""
+    length = 100_000_000 if long_mode else 2_000_000
+    (tmp_path / "inputs").mkdir()
+    export = fc.huge_name_export(tmp_path / "inputs" / "huge.sqlite", length)
+    if not long_mode:
+        outcome = fc.run_case(fc.Case("huge-name-inspect", ["inspect", str(export)], [export]), tmp_path)
+        summary = _record([outcome])
+        assert outcome.kind == "ok", outcome.detail
+        assert summary["files_modified_or_lost"] == summary["files_created_beside_inputs"] == 0
+        return
+    report = tmp_path / "inputs" / "report.yaml"
+    report.write_text(f"""
+id: huge
+title: {{en: Huge, zh: 大}}
+versions: [{{id: v1, title: {{en: V1, zh: 一}}, date: 2026-11-20, inputs: {{nsys: ["{export}"]}}}}]
+""", encoding="utf-8")
+    site = tmp_path / "site"
+    case = fc.Case("huge-name-build", ["build", str(report), "--out", str(site), "--lang", "en,zh"], [export, report],
+                   timeout=600)
+    outcome = fc.run_case(case, tmp_path)
+    summary = _record([outcome])
+    assert outcome.kind == "ok", outcome.detail
+    assert summary["files_modified_or_lost"] == summary["files_created_beside_inputs"] == 0
+    marked = f"…[+{length - (1 << 16)} characters]"
+    assert marked in (site / "v1" / "data" / "top_kernels.csv").read_text(encoding="utf-8")
+
+
+def test_deep_json_summary_to_compare(tmp_path: Path) -> None:
+    """Issue 35: a deeply nested summary.json given to `compare` was a RecursionError caught only as an
+    internal error (the torch-trace reader had the guard; the fix is the `compare` branch's)."""
+    outcomes = []
+    for depth in (1000, 100_000):
+        summary = tmp_path / str(depth) / "summary.json"
+        summary.parent.mkdir()
+        summary.write_text('{"kernels": ' + "[" * depth + "]" * depth + "}", encoding="utf-8")
+        outcomes.append(fc.run_case(fc.Case(f"compare-deep-json-{depth}", ["compare", str(summary), str(summary)],
+                                            [summary], bad=True), tmp_path))
+    _zero_counts(_record(outcomes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ import pytest
 from generator.analyses.join import JOIN_COLUMNS, attach_stage_time, coverage
 from generator.analyses.kernel_identity import identity
 from generator.readers.base import read
-from generator.readers.nsys_sqlite import kernel_summary
+from generator.readers.nsys_sqlite import kernel_summary, read_stages
 
 H200 = Path(__file__).parent / "data" / "h200-small"
 STAGES = ["all", "vision", "projector", "prefill", "decode"]
@@ -149,3 +150,39 @@ def test_ncu_launches_join_a_kineto_summary_too(decode):
         events = json.load(fh)["traceEvents"]
     assert mul["count"] == sum(e.get("cat") == "kernel" and e["name"] == mul["summary_name"] for e in events) == 421
     assert joined.loc[37, "summary_name"].startswith("void cudnn::fusion::lean_reduction_kernel<false, false, false>")
+
+
+@pytest.fixture(scope="module")
+def nsys_plain(tmp_path_factory) -> Path:
+    plain = tmp_path_factory.mktemp("configs") / "small_vlm.nsys.sqlite"
+    plain.write_bytes(lzma.decompress((H200 / "small_vlm.nsys.sqlite.xz").read_bytes()))
+    return plain
+
+
+def test_launch_configuration_decides_where_the_base_name_cannot(summary, prefill, nsys_plain):
+    """ncu's function names alone join 9 of the 30 prefill launches; the launch configuration (grid,
+    block, registers per thread) of the nsys export joins 6 more, each to the one prefill kernel of
+    that base name plain SQL finds with that configuration; 15 stay ambiguous."""
+    configs = read_stages(nsys_plain, STAGES).launch_configs
+    short = prefill.assign(name=prefill["short_name"])
+    alone = attach_stage_time(short, summary)
+    joined = attach_stage_time(short, summary, configs)
+    assert alone["summary_name"].notna().sum() == 9
+    assert joined["summary_name"].notna().sum() == 15 and joined["ambiguous"].sum() == 15
+    full = attach_stage_time(prefill, summary)
+    decided = joined["summary_name"].notna() & alone["summary_name"].isna()
+    assert decided.sum() == 6
+    assert (joined.loc[decided, "summary_name"] == full.loc[decided, "summary_name"]).all()
+    in_prefill = set(summary.loc[summary["stage"] == "prefill", "name"])
+    con = sqlite3.connect(nsys_plain)
+    for row in joined[decided].itertuples():
+        grid = [int(v) for v in row.grid.strip("()").split(",")]
+        block = [int(v) for v in row.block.strip("()").split(",")]
+        found = {name for (name,) in con.execute(
+            "SELECT DISTINCT d.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds d ON d.id = k.demangledName "
+            "JOIN StringIds s ON s.id = k.shortName WHERE s.value = ? AND gridX = ? AND gridY = ? AND gridZ = ? "
+            "AND blockX = ? AND blockY = ? AND blockZ = ? AND registersPerThread = ?",
+            (row.short_name, *grid, *block, int(row.registers_per_thread)))}
+        assert found & in_prefill == {row.summary_name}
+    # with ncu's demangled names the configuration changes nothing
+    assert list(attach_stage_time(prefill, summary, configs)["summary_name"]) == list(full["summary_name"])

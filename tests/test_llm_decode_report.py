@@ -174,9 +174,9 @@ def _spans(run: Path, tmp: Path) -> dict[str, int]:
 
 
 def test_did_it_get_faster_kernel_time_and_span_apart(built: Path, tmp_path: Path) -> None:
-    """CUDA-graph decode: +15.0 % kernel time (slower beyond the 2 % threshold) while its span fell
-    89.4 % (faster): both shown, the page says the stage is faster end to end."""
-    from generator.analyses.speed_change import KERNEL_THRESHOLD_PCT, SPAN_THRESHOLD_PCT
+    """CUDA-graph decode: +15.0 % kernel time, slower (interval [+14.9, +15.1] % against a 0.3 % band
+    of the captures' own noise), while its span fell 89.4 %: shown, but one range instance per stage
+    is no distribution, so the span gets no verdict."""
     sql = {v: _sql(run, tmp_path) for v, run in RUNS.items()}
     spans = {v: _spans(run, tmp_path) for v, run in RUNS.items()}
     docs = built / "src" / "llm-decode-h200" / "v2" / "docs"
@@ -190,17 +190,17 @@ def test_did_it_get_faster_kernel_time_and_span_apart(built: Path, tmp_path: Pat
         assert (float(row["kernel_prev_ns"]), float(row["kernel_ns"])) == (before, after)
         assert (float(row["span_prev_ns"]), float(row["span_ns"])) == (span_before, span_after)
         rel, span_rel = (after - before) * 100 / before, (span_after - span_before) * 100 / span_before
-        assert row["kernel_verdict"] == ("slower" if rel >= KERNEL_THRESHOLD_PCT else "faster"
-                                         if rel <= -KERNEL_THRESHOLD_PCT else "unchanged")
-        assert row["span_verdict"] == ("faster" if span_rel <= -SPAN_THRESHOLD_PCT else "unchanged")
+        low, high, noise = (float(row[f"kernel_{k}_pct"]) for k in ("low", "high", "noise"))
+        assert low < rel < high
+        assert row["kernel_verdict"] == ("slower" if low > noise else "faster" if high < -noise else "unchanged")
+        assert row["span_verdict"] == "not enough instances"
         line = next(ln for ln in page.splitlines() if ln.startswith(f"| {stage} |"))
-        assert f"| {before / 1e6:,.2f} | {after / 1e6:,.2f} | {rel:+.2f} |" in line
+        assert f"| {before / 1e6:,.2f} | {after / 1e6:,.2f} | {rel:+.2f} | [{low:+.1f}%, {high:+.1f}%] |" in line
         assert f"| {span_before / 1e6:,.2f} | {span_after / 1e6:,.2f} | {span_rel:+.2f} |" in line
     decode = rows["decode"]
     assert (round(float(decode["kernel_rel_pct"]), 1), round(float(decode["span_rel_pct"]), 1)) == (15.0, -89.4)
-    assert (decode["kernel_verdict"], decode["span_verdict"]) == ("slower", "faster")
-    assert "decode: kernel time +15.0% but span -89.4%" in page
-    assert "decode：内核时间 +15.0%，但跨度 -89.4%" in (docs / "comparison.zh.md").read_text(encoding="utf-8")
+    assert (decode["kernel_verdict"], decode["host_dominated"]) == ("slower", "False")  # it ran CUDA graphs
+    assert rows["prefill"]["host_dominated"] == "True"
 
 
 def test_kernels_added_removed_and_movers_add_up(built: Path, tmp_path: Path) -> None:

@@ -263,7 +263,7 @@ def test_yaml_bombs_and_infinite_peaks(tmp_path: Path) -> None:
     peaks = tmp_path / "peaks.yaml"
     peaks.write_text(f"id: r\ntitle: {{en: R, zh: R}}\ngpu: {{peak_tflops: {{fp16: .inf}}}}\nversions: "
                      f"[{{id: v, title: {{en: V, zh: V}}, date: 2026-01-01, inputs: {{ncu: [{DATA}/ESMM-Research/metrics.csv]}}}}]\n")
-    with pytest.raises(InputError, match=r"gpu\.peak_tflops\.fp16: Input should be a finite number"):
+    with pytest.raises(InputError, match=r"gpu\.peak_tflops\.fp16: give .*a positive, finite number \(got \.inf\)"):
         load_report(peaks)
 
 

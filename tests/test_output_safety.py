@@ -89,12 +89,57 @@ def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.Capt
     assert snapshot(tmp_path) == before
     if case != "overlapping src":  # --force never deletes inputs or non-directories either
         argv.append("--force")
-        if case == "user dir":  # … but it does replace a directory that holds none
+        if case == "user dir":  # … but it does replace a directory that holds none, moving its content aside
             assert main(["build", *argv, "--lang", "en"]) == 0
-            assert not (mydocs / "thesis.tex").exists() and output_dirs.owned(mydocs)
+            backup = tmp_path / "mydocs.kr-backup-1"
+            assert output_dirs.owned(mydocs) and not (mydocs / "thesis.tex").exists()
+            assert (backup / "thesis.tex").read_text() == "my thesis\n"
+            assert f"what {mydocs} held before was moved to {backup}" in " ".join(capsys.readouterr().err.split())
         else:
             assert expect in refused(capsys, argv)
             assert snapshot(tmp_path) == before
+
+
+def test_symlink_targets_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A symbolic link as --out or --src is refused, with or without --force, before it is followed:
+    the directory it points at keeps its files (issue 35: --force through a link emptied it)."""
+    root = project(tmp_path)
+    userdir = tmp_path / "userdir"
+    userdir.mkdir()
+    (userdir / "thesis.txt").write_text("mine\n")
+    link = tmp_path / "link"
+    link.symlink_to(userdir, target_is_directory=True)
+    before = snapshot(tmp_path)
+    for option, other in (("--out", "--src"), ("--src", "--out")):
+        for force in ([], ["--force"]):
+            argv = [str(root / "report.yaml"), option, str(link), other, str(tmp_path / "other"), *force]
+            message = refused(capsys, argv)
+            assert f"{option} {link}: is a symbolic link" in message and "remove" not in message
+    assert snapshot(tmp_path) == before
+
+
+def test_unowned_refusal_names_only_safe_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = project(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("notes\n")
+    message = refused(capsys, [str(root / "report.yaml"), "--out", str(mine), "--src", str(tmp_path / "s")])
+    assert "choose a new directory, or pass --force to move its content aside to a backup" in message
+    assert "remove" not in message and not (tmp_path / "s").exists()
+
+
+def test_failed_build_leaves_no_empty_src(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A build that fails reading its inputs leaves neither ``<out>_src/`` nor the site folder behind."""
+    broken = tmp_path / "broken.csv"
+    broken.write_text("a,b\n1,2\n")
+    report = tmp_path / "report.yaml"
+    report.write_text(f"""
+id: bad
+title: {{en: Bad, zh: 坏}}
+versions: [{{id: v1, title: {{en: V1, zh: 一}}, date: 2026-11-20, inputs: {{ncu: ["{broken}"]}}}}]
+""", encoding="utf-8")
+    assert "broken.csv" in refused(capsys, [str(report), "--out", str(tmp_path / "deep" / "site"), "--lang", "en"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.csv", "report.yaml"]
 
 
 def test_dot_root_and_home_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -51,4 +51,5 @@ def test_analyses_not_reading_the_previous_version_run_ahead() -> None:
     rest = registry.analyze({**given, "previous": 1, **early}, [counted, *analyses[1:]])
     assert calls == [] and rest == {"grown": 2, "twice": 4}
     assert {a.key for a in registry.discover()} - {a.key for a in registry.not_reading("previous", registry.discover())} \
-        == {"gpu_change", "module_changes", "stage_speed", "kernel_changes", "comparison"}
+        == {"gpu_change", "like_with_like", "timer_tick", "module_changes", "stage_speed", "kernel_speed",
+            "kernel_changes", "comparison"}

@@ -84,8 +84,9 @@ def test_instrumentation_cost_per_stage_as_recorded() -> None:
 def test_newer_manifest_keys_are_shown(tmp_path: Path) -> None:
     """A copy of the committed sdpa manifest with the keys helper `cap` adds, read back from tmp_path."""
     manifest = json.loads(SDPA.read_text(encoding="utf-8"))
-    manifest["fidelity"] = {"verdict": "consistent", "stages": ["prefill", "decode"],
-                            "note": "kernel time with and without the profiler within 2 %"}
+    same = {"measured_launches": 979, "plain_launches": 979, "only_measured": {}, "only_plain": {}}
+    manifest["fidelity"] = {"verdict": "consistent", "stages": {"prefill": same, "decode": same},
+                            "note": "kernel time with and without the profiler within 2 %"}  # readers.fidelity.compare
     manifest["energy"] = {"source": "nvml", "note": "board energy counter",
                           "stages": {"decode": {"joules": 123.4, "seconds": 0.797, "watts": 154.83, "resolved": True},
                                      "projector": {"joules": None, "seconds": 0.0001, "watts": None,

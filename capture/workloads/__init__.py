@@ -3,6 +3,11 @@
 A workload is ``build(params: Params) -> iteration``; ``iteration()`` runs one inference inside
 :func:`capture.workloads.stages.stage` ranges. Presets are named here; ``module:function`` names
 user code with the same signature.
+
+A workload that generates tokens says how many one iteration generates by setting the attribute
+``generated_tokens`` (int) on the iteration it returns (``iteration.generated_tokens = batch *
+new_tokens``; a callable object may carry it too); the manifest's ``tokens.generated`` is that
+number, and null for a workload that does not set it (it generates none: no tokens are quoted).
 """
 from __future__ import annotations
 
@@ -56,6 +61,12 @@ def resolve(spec: str) -> Workload:
     if not callable(func):
         raise WorkloadError(f"{module_name!r} has no callable {func_name!r}")
     return func
+
+
+def generated_tokens(iteration: Iteration) -> int | None:
+    """The tokens one iteration generates, as the workload declared them (None: not declared)."""
+    tokens = getattr(iteration, "generated_tokens", None)
+    return int(tokens) if tokens is not None else None
 
 
 def declared_stages(spec: str) -> tuple[str, ...] | None:

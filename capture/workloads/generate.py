@@ -6,6 +6,9 @@ replayed, as vLLM, SGLang and ``torch.compile(mode="reduce-overhead")`` run deco
 """
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import torch
 
 from capture.workloads.stages import range_, stage
@@ -18,18 +21,30 @@ GRAPH_CAPTURE_RANGE = "cuda_graph_capture"
 def prefill_and_decode(model: torch.nn.Module, inputs_embeds: torch.Tensor, new_tokens: int) -> torch.Tensor:
     """Run the prompt once (``prefill``), then ``new_tokens`` greedy steps with the KV cache
     (``decode``); returns the generated token ids (batch × new_tokens)."""
+    keyword = cache_keyword(model)
     with stage("prefill"):
         out = model(inputs_embeds=inputs_embeds, use_cache=True)
         token = out.logits[:, -1:].argmax(-1)
-    past = out.past_key_values
+    past = returned_cache(out)
     tokens = [token]
     with stage("decode"):
         for _ in range(new_tokens):
-            out = model(input_ids=token, past_key_values=past, use_cache=True)
-            past = out.past_key_values
+            out = model(input_ids=token, use_cache=True, **{keyword: past})
+            past = returned_cache(out)
             token = out.logits[:, -1:].argmax(-1)
             tokens.append(token)
     return torch.cat(tokens[1:], dim=1) if new_tokens else tokens[0][:, :0]
+
+
+def cache_keyword(model: torch.nn.Module) -> str:
+    """The keyword the model's forward takes its KV cache by: ``cache`` where transformers has it
+    (5.24, which deprecates ``past_key_values``), else ``past_key_values`` (5.17, the GPU hosts')."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def returned_cache(out: Any) -> Any:
+    """The KV cache a forward returned, under the name its transformers version gives it."""
+    return out["cache"] if "cache" in out else out["past_key_values"]
 
 
 class GraphedDecoder:
@@ -53,9 +68,10 @@ class GraphedDecoder:
         self.ids = torch.zeros(batch, 1, dtype=torch.long, device=device)
         self.position = torch.zeros(1, dtype=torch.long, device=device)
         self.graph: torch.cuda.CUDAGraph | None = None
+        self.keyword = cache_keyword(model)
 
     def _step(self) -> None:
-        out = self.model(input_ids=self.ids, past_key_values=self.cache, cache_position=self.position, use_cache=True)
+        out = self.model(input_ids=self.ids, cache_position=self.position, use_cache=True, **{self.keyword: self.cache})
         self.ids.copy_(out.logits[:, -1:].argmax(-1))
         self.position.add_(1)
 
@@ -83,7 +99,8 @@ class GraphedDecoder:
         self.cache.reset()
         with stage("prefill"):
             positions = torch.arange(self.prompt_len, device=self.embeds.device)
-            out = self.model(inputs_embeds=self.embeds, past_key_values=self.cache, cache_position=positions, use_cache=True)
+            out = self.model(inputs_embeds=self.embeds, cache_position=positions, use_cache=True,
+                             **{self.keyword: self.cache})
             self.ids.copy_(out.logits[:, -1:].argmax(-1))
             self.position.fill_(self.prompt_len)
         tokens = []

@@ -35,9 +35,12 @@ def build(params: Params) -> Iteration:
     ids = torch.randint(0, model.config.vocab_size, (params.batch, params.prompt_len), device=params.device, generator=gen)
     embeds = model.get_input_embeddings()(ids)
     if params.cuda_graph:
-        return GraphedDecoder(model, embeds, params.new_tokens)
+        decoder = GraphedDecoder(model, embeds, params.new_tokens)
+        decoder.generated_tokens = params.batch * params.new_tokens
+        return decoder
 
     def iteration() -> None:
         prefill_and_decode(model, embeds, params.new_tokens)
 
+    iteration.generated_tokens = params.batch * params.new_tokens
     return iteration

@@ -68,6 +68,13 @@ def _domain() -> Backend:
     return pusher, domain.pop_range
 
 
+def _is_module(obj: object) -> bool:
+    try:
+        return isinstance(obj, torch.nn.Module)
+    except ReferenceError:  # a weak proxy whose object is gone (torch.compile leaves some behind)
+        return False
+
+
 def roots_of(iteration: object) -> dict[str, torch.nn.Module]:
     """The models an iteration runs: modules its closure (or ``__dict__``) holds, by variable name;
     else every module alive that no other module contains, by class (``Linear``, ``Linear#2``)."""
@@ -82,7 +89,7 @@ def roots_of(iteration: object) -> dict[str, torch.nn.Module]:
         return named
     with warnings.catch_warnings():  # isinstance() on deprecated torch aliases warns
         warnings.simplefilter("ignore")
-        alive = [o for o in gc.get_objects() if isinstance(o, torch.nn.Module)]
+        alive = [o for o in gc.get_objects() if _is_module(o)]
     children = {id(c) for m in alive for c in m.children()}
     roots: dict[str, torch.nn.Module] = {}
     for module in alive:

@@ -102,4 +102,5 @@ def build(params: Params) -> Iteration:
         embeds = torch.cat([vision, llm.get_input_embeddings()(prompt)], dim=1)
         prefill_and_decode(llm, embeds, params.new_tokens)
 
+    iteration.generated_tokens = params.batch * params.new_tokens
     return iteration

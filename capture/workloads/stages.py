@@ -3,7 +3,8 @@
 ``stage(name)`` pushes an NVTX range (the ``nvtx`` package, else ``torch.cuda.nvtx``) and tells
 every registered hook. While ``quiet()`` is active (warm-up iterations) stages emit nothing, so
 only the measured iteration carries stage ranges. ``timed()`` measures each stage's wall time
-(the module-range overhead runs use it).
+(the module-range overhead runs use it). ``ranges_to(push, pop)`` sends the stage ranges elsewhere
+(the plain repeat's own NVTX domain), hooks still told.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ _hooks: list[Callable[[str], None]] = []
 _exit_hooks: list[Callable[[str], None]] = []
 _quiet = 0
 _timer: tuple[dict[str, float], Callable[[], None]] | None = None
+_elsewhere: tuple[Callable[[str], object], Callable[[], object]] | None = None
 #: The stage the process is in now (set in quiet iterations too), or None between stages.
 current: str | None = None
 
@@ -82,12 +84,32 @@ def _stage_body(name: str) -> Iterator[None]:
             return
         for hook in _hooks:
             hook(name)
-        with range_(name):
+        with range_(name) if _elsewhere is None else _range_elsewhere(name, *_elsewhere):
             try:
                 yield
             finally:
                 for hook in _exit_hooks:
                     hook(name)
+
+
+@contextmanager
+def _range_elsewhere(name: str, push: Callable[[str], object], pop: Callable[[], object]) -> Iterator[None]:
+    push(name)
+    try:
+        yield
+    finally:
+        pop()
+
+
+@contextmanager
+def ranges_to(push: Callable[[str], object], pop: Callable[[], object]) -> Iterator[None]:
+    """Stage ranges are ``push(name)`` … ``pop()`` instead of default-domain ranges while inside."""
+    global _elsewhere
+    _elsewhere = (push, pop)
+    try:
+        yield
+    finally:
+        _elsewhere = None
 
 
 @contextmanager

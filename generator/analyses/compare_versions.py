@@ -5,7 +5,10 @@ identity, then a unique agreeing identity), so one kernel spelled differently by
 kernel, and compared stage by stage (a profiled kernel is one kernel in one stage). "Newly
 classified" is a paired kernel whose class in a stage went from unknown to known; "newly profiled" a
 kernel with no partner profiled in that stage of the previous version. Relative changes are
-(current − previous) / previous × 100, None when either side is unknown or previous is 0.
+(current − previous) / previous × 100, None when either side is unknown or previous is 0. The
+longest kernel's change is given only when both versions' longest kernel is the same kernel
+(``same_kernel``); else the page says the longest kernel changed from one to the other. These are
+ncu figures (one profiled launch per kernel, clocks as ncu left them): context, never a verdict.
 """
 from __future__ import annotations
 
@@ -89,6 +92,7 @@ def compare_versions(previous: Compared, current: Compared) -> dict[str, Any]:
     prev_c, cur_c = previous.classification, current.classification
     classes = sorted(set(prev_c["class_means"]) | set(cur_c["class_means"]))
     prev_long, cur_long = _longest(previous), _longest(current)
+    same = bool(prev_long and cur_long and match_kernels([prev_long["name"]], [cur_long["name"]]))
     return {
         "previous_version": previous.version_id,
         "rule_changed": prev_c["rule"] != cur_c["rule"],
@@ -112,7 +116,9 @@ def compare_versions(previous: Compared, current: Compared) -> dict[str, Any]:
         "longest_kernel": {
             "previous": prev_long,
             "current": cur_long,
-            "duration_us": change(prev_long and prev_long["duration_us"], cur_long and cur_long["duration_us"]),
+            "same_kernel": same,
+            "duration_us": change(prev_long["duration_us"] if same else None,
+                                  cur_long["duration_us"] if same else None),
         },
     }
 

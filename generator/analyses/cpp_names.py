@@ -25,6 +25,9 @@ _CAST = re.compile(r"\([A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*\s*\)\s*(?=[-\d])")
 _INT_SUFFIX = re.compile(r"(?<![\w.])(-?\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _SCOPES = re.compile(r"(?:[A-Za-z_]\w*::)+")
 _OPEN, _CLOSE = "<([{", ">)]}"
+_WORD = re.compile(r"[A-Za-z_]\w*|-?\d+|#\d+")
+#: the anonymous namespace, which forms spell differently (`<unnamed>`, `(anonymous namespace)`)
+_DROPPABLE = frozenset({"unnamed", "anonymous", "namespace"})
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def _split_top(text: str, sep: str) -> list[str]:
 
 def parse_name(raw: str) -> ParsedName:
     """Parse nsys/ncu/Kineto kernel names: `void ns::f<T…>(params)`, `f`, `ret<…>::type ns::f<…>(…)`."""
-    s = _ANON.sub("_anon_", raw.strip())
+    s = _LAMBDA_NSYS.sub(r"lambda(\1)#\2", _ANON.sub("_anon_", raw.strip()))
     angle = paren = 0
     cut, last_space = len(s), -1
     for i, ch in enumerate(s):
@@ -102,9 +105,18 @@ def canonical(text: str) -> str:
     text = re.sub(r"\bfalse\b", "0", text)
     text = _INT_SUFFIX.sub(r"\1", text)
     text = re.sub(r"\b(?:const|volatile|void)\b", "", text)
-    text = re.sub(r"\s+", "", text)
+    text = re.sub(r"\s+", "", _SCOPES.sub("", text))  # scopes first: `bool at::f` and `bool f` both `boolf`
     text = _drop_scope_parameters(text)
-    return _SCOPES.sub("", text)
+    # ncu's function form drops `const::[` before a nested lambda: `::` carries nothing
+    return _SCOPES.sub("", text).replace("::", "")
+
+
+def words(name: str) -> tuple[str, ...]:
+    """The identifiers and numbers of a name in order, namespaces and qualifiers kept (casts and lambda
+    spellings aside): a form that drops parts of a name keeps a subsequence of its words."""
+    text = _LAMBDA_GCC.sub(r"lambda(\1)#\2", _LAMBDA_NSYS.sub(r"lambda(\1)#\2", demangle(name)))
+    text = re.sub(r"\bfalse\b", "0", re.sub(r"\btrue\b", "1", _INT_SUFFIX.sub(r"\1", _CAST.sub("", text))))
+    return tuple(w for w in _WORD.findall(text) if w not in _DROPPABLE)
 
 
 def _drop_scope_parameters(text: str) -> str:

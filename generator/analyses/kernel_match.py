@@ -3,24 +3,65 @@ regression gate and version comparison, in one place (identities from
 generator.analyses.kernel_identity).
 
 The join (:func:`candidates`) matches a name to the summary names with an equal identity, else to
-those whose identity agrees (a base name, or a cut-off name); several → ambiguous, stated, never a
-guess. The gate and version comparison (:func:`match_kernels`) pair two profiles' kernels by raw
-name, then by equal identity, then by agreeing identity, each only where it is unique on both
-sides: different template instantiations never pair.
+those whose identity agrees (a base name, or a cut-off name); of several, to those whose words hold
+the name's in order, then to those that ran with the launch's configuration (:func:`launched_as`);
+several still → ambiguous, stated, never a guess.
+The gate and version comparison (:func:`match_kernels`) pair two profiles' kernels by raw name,
+then by equal identity, then by agreeing identity, each only where it is unique on both sides:
+different template instantiations never pair.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping
+from functools import cache
 
+from generator.analyses.cpp_names import words
 from generator.analyses.kernel_identity import identity
 
 
 def candidates(name: str, names: Iterable[str]) -> list[str]:
-    """The ``names`` that can be ``name``: equal identity; only when none is equal, agreeing ones."""
+    """The ``names`` that can be ``name``: equal identity; only when none is equal, agreeing ones. Of
+    several, those whose words (namespaces included) hold ``name``'s in order, when some do: a form
+    that drops namespaces fits every kernel the full name fits, and others that differ in a namespace."""
     own = identity(name)
     agreeing = [n for n in names if own.agrees(identity(n))]
-    exact = [n for n in agreeing if identity(n) == own]
-    return exact or agreeing
+    found = [n for n in agreeing if identity(n) == own] or agreeing
+    if len(found) < 2:
+        return found
+    mine = _words(name)[:-1] if own.truncated else _words(name)  # a cut-off name's last word may be cut
+    return [n for n in found if _holds(_words(n), mine)] or found
+
+
+_words = cache(words)
+
+
+def _holds(longer: tuple[str, ...], shorter: tuple[str, ...]) -> bool:
+    """``shorter`` is a subsequence of ``longer``."""
+    it = iter(longer)
+    return all(w in it for w in shorter)
+
+
+#: a launch's (grid, block, registers per thread): grid and block as "(x, y, z)", None/NaN when unknown
+Launch = tuple[str | None, str | None, float | None]
+
+
+def launched_as(found: list[str], launch: Launch, configs: Mapping[str, Collection[Launch]]) -> list[str]:
+    """Of several ``found`` kernels, the ones ``configs`` (kernel → every configuration it ran with)
+    saw run with ``launch``'s grid, block and registers per thread (registers unknown on either side:
+    grid and block); ``found`` unchanged when it holds one kernel, the grid or block is unknown, or
+    no kernel fits (a configuration the other capture never ran decides nothing)."""
+    grid, block, registers = launch
+    if len(found) < 2 or grid is None or block is None:
+        return found
+    known = registers is not None and not math.isnan(registers)
+
+    def fits(config: Launch) -> bool:
+        same_registers = not known or config[2] is None or math.isnan(config[2]) or config[2] == registers
+        return config[0] == grid and config[1] == block and same_registers
+
+    kept = [name for name in found if any(fits(c) for c in configs.get(name, ()))]
+    return kept or found
 
 
 def _unique_keys(names: Iterable[str], key: Callable[[str], str]) -> dict[str, str]:

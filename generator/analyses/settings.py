@@ -16,3 +16,7 @@ class AnalysisSettings:
     margin: float = DEFAULT_MARGIN  # sm_dram_margin only
     #: report.yaml overrides: {"peak_dram_gbps": 4800, "peak_tflops": {"bf16_tensor": 989, "fp32": 67}}
     peaks: dict[str, Any] = field(default_factory=dict)
+    #: report.yaml ``chips``: analyses.projection.Target per chip; ``chip_basis``: the shipped chips
+    #: (the basis a captured GPU is compared on)
+    chips: tuple[Any, ...] = ()
+    chip_basis: tuple[Any, ...] = ()

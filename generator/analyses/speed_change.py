@@ -1,75 +1,158 @@
-"""Did it get faster? GPU time per stage, previous version → this one, with a verdict on two
-measures kept apart: kernel time (the sum of kernel durations) and span (first kernel start to last
-kernel end, what the stage takes on the GPU's clock). A CUDA graph can add kernel time and still cut
-the span (launch gaps go), so neither alone says "slower".
+"""Did it get faster? Per stage and per kernel, previous version → this one, from the nsys
+durations of every launch (launch_stats says how: ratio with a 95 % bootstrap interval against a
+noise band measured inside the captures).
 
-A change counts only beyond the run-to-run noise measured on two captures of one workload
-(ocr-vlm-eager and ocr-vlm-eager-v2, H200, same parameters, hours apart): per stage, kernel time
-moved by at most KERNEL_NOISE_PCT and span by at most SPAN_NOISE_PCT (stages of ≥ 1 ms span);
-the thresholds sit above those. Kernels added and removed are paired by kernel identity
-(kernel_match.match_kernels), over the measured stages together. Where the versions ran on different
-GPUs (gpu_change), every row says so (``gpu_changed``): its verdicts then compare two captures whose
-differences mix hardware and code, and the page qualifies them.
+A stage has two measures kept apart: kernel time (the sum of its launch durations) and span (first
+kernel start to last kernel end per NVTX range instance, what the stage takes on the GPU's clock).
+A CUDA graph can add kernel time and still cut the span, so neither alone says "slower". A stage
+that ran no CUDA graph in either version is an eager loop: its span is mostly host launch gaps
+(``host_dominated``), shown but never a gate. Kernels pair by kernel identity
+(kernel_match.match_kernels) within each stage. Two versions of different workloads or models
+(like_with_like) get no verdict ("not compared"); on different GPUs (gpu_change) every row says so
+(``gpu_changed``) and the page names both GPUs.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from generator.analyses import launch_stats as ls
 from generator.analyses.kernel_match import match_kernels
 from generator.analyses.naming import KernelName
 from generator.analyses.registry import Analysis
 from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES, VersionInputs
 
-#: Largest run-to-run change of a stage's kernel time / span (%), two captures of one workload.
-KERNEL_NOISE_PCT = 1.03
-SPAN_NOISE_PCT = 33.27
-#: A relative change beyond ± these is a verdict; within, "unchanged".
-KERNEL_THRESHOLD_PCT = 2.0
-SPAN_THRESHOLD_PCT = 35.0
+#: the verdict of every row when the two versions ran different workloads or models
+NOT_COMPARED = "not compared"
+#: a span's verdict below launch_stats.MIN_LAUNCHES range instances (one span per instance)
+TOO_FEW_INSTANCES = "not enough instances"
 MOVERS = 10
-
-STAGE_SPEED_COLUMNS = [
-    "stage",
-    "kernel_prev_ns", "kernel_ns", "kernel_abs_ns", "kernel_rel_pct", "kernel_verdict",
-    "span_prev_ns", "span_ns", "span_abs_ns", "span_rel_pct", "span_verdict", "gpu_changed",
-]
+_MEASURE = ["prev_ns", "ns", "rel_pct", "low_pct", "high_pct", "noise_pct", "verdict"]
+STAGE_SPEED_COLUMNS = ["stage", *(f"kernel_{c}" for c in _MEASURE), *(f"span_{c}" for c in _MEASURE),
+                       "prev_launches", "launches", "prev_instances", "instances", "host_dominated", "gpu_changed"]
+KERNEL_SPEED_COLUMNS = ["stage", "prev_name", "name", "friendly_name", "prev_launches", "launches",
+                        "prev_median_ns", "median_ns", "rel_pct", "low_pct", "high_pct", "noise_pct", "verdict"]
 KERNEL_CHANGE_COLUMNS = ["status", "prev_name", "name", "friendly_name", "prev_count", "count",
                          "prev_total_ns", "total_ns", "abs_ns", "rel_pct"]
-
-
-def verdict(rel_pct: float, threshold_pct: float) -> str:
-    """"faster" / "slower" beyond ± ``threshold_pct``, "unchanged" within, "unknown" without a number."""
-    if rel_pct is None or math.isnan(rel_pct):
-        return "unknown"
-    return "faster" if rel_pct <= -threshold_pct else "slower" if rel_pct >= threshold_pct else "unchanged"
 
 
 def _rel(previous: float, current: float) -> float:
     return (current - previous) * 100.0 / previous if previous and not math.isnan(previous) else float("nan")
 
 
-def stage_speed(previous: pd.DataFrame, current: pd.DataFrame, gpu_changed: bool = False) -> pd.DataFrame:
-    """STAGE_SPEED_COLUMNS for every stage of either version's stage_time table (this version's
-    order, then stages only the previous one had); a stage missing on one side is unknown there.
-    ``gpu_changed``: the versions ran on different GPUs (each verdict then mixes hardware and code)."""
-    prev, cur = previous.set_index("stage"), current.set_index("stage")
-    stages = list(dict.fromkeys([*cur.index, *prev.index]))
+def _pct(ratio: float) -> float:
+    return (ratio - 1.0) * 100.0
+
+
+def _measure(prefix: str, change: ls.Change, comparable: bool) -> dict[str, Any]:
+    return {f"{prefix}prev_ns": change.previous, f"{prefix}ns": change.current,
+            f"{prefix}rel_pct": _pct(change.ratio), f"{prefix}low_pct": _pct(change.low),
+            f"{prefix}high_pct": _pct(change.high), f"{prefix}noise_pct": change.noise * 100.0,
+            f"{prefix}verdict": change.verdict if comparable else NOT_COMPARED}
+
+
+def _kernels(launches: pd.DataFrame) -> dict[str, np.ndarray]:
+    """kernel name → its launch durations (ns) in start order."""
+    ordered = launches.sort_values(["start_ns", "name"], kind="stable")
+    return {name: group["duration_ns"].to_numpy(dtype=float) for name, group in ordered.groupby("name", sort=True)}
+
+
+def _spans(launches: pd.DataFrame) -> np.ndarray:
+    """The span of each NVTX range instance (first start to last end, ns), in start order."""
+    ends = launches["start_ns"] + launches["duration_ns"]
+    frame = launches.assign(end=ends).groupby("instance").agg(start=("start_ns", "min"), end=("end", "max"))
+    return (frame.sort_values("start")["end"] - frame.sort_values("start")["start"]).to_numpy(dtype=float)
+
+
+def _stage_launches(launches: pd.DataFrame, stage: str) -> pd.DataFrame:
+    """The launches of ``stage``; for ALL_STAGES the whole capture's where an input gave it, else the
+    measured stages together (a capture run's ALL_STAGES, as its kernel summary counts it)."""
+    if stage != ALL_STAGES:
+        return launches[launches["stage"] == stage]
+    whole = launches[launches["stage"] == ALL_STAGES]
+    return whole if len(whole) else launches
+
+
+def tick_of(*launches: pd.DataFrame) -> float:
+    """The coarsest timer step of the captures (launch_stats.timer_tick)."""
+    return max(ls.timer_tick(frame["duration_ns"].to_numpy()) for frame in launches)
+
+
+def _missing() -> ls.Change:
+    return ls.Change(*(float("nan"),) * 6, ls.TOO_FEW)
+
+
+def stage_speed(previous: pd.DataFrame, current: pd.DataFrame, graph_stages: set[str] = frozenset(),
+                comparable: bool = True, gpu_changed: bool = False) -> pd.DataFrame:
+    """STAGE_SPEED_COLUMNS for every stage of either version's launches (nsys_sqlite.LAUNCH_COLUMNS;
+    this version's order, then stages only the previous one had) and ALL_STAGES, the measured stages
+    together; a stage missing on one side has no verdict. ``graph_stages``: stages that ran CUDA
+    graphs in either version (their span is not host-dominated)."""
+    tick = tick_of(previous, current)
+    stages = [s for s in dict.fromkeys([*current["stage"], *previous["stage"]]) if s != ALL_STAGES]
     rows = []
-    for stage in stages:
-        row: dict[str, object] = {"stage": stage, "gpu_changed": gpu_changed}
-        for measure, threshold in (("kernel", KERNEL_THRESHOLD_PCT), ("span", SPAN_THRESHOLD_PCT)):
-            before = float(prev.at[stage, f"{measure}_ns"]) if stage in prev.index else float("nan")
-            after = float(cur.at[stage, f"{measure}_ns"]) if stage in cur.index else float("nan")
-            rel = _rel(before, after)
-            row.update({f"{measure}_prev_ns": before, f"{measure}_ns": after,
-                        f"{measure}_abs_ns": after - before, f"{measure}_rel_pct": rel,
-                        f"{measure}_verdict": verdict(rel, threshold)})
-        rows.append(row)
+    for stage in [*stages, ALL_STAGES]:
+        before, after = _stage_launches(previous, stage), _stage_launches(current, stage)
+        groups = [frame.groupby("stage", sort=False) for frame in (before, after)]
+        kernels = [[d for _, g in grouped for d in _kernels(g).values()] for grouped in groups]
+        kernel = ls.total_change(*kernels, tick) if len(before) and len(after) else _missing()
+        span = (ls.median_change(_spans(before), _spans(after), tick)
+                if len(before) and len(after) and stage != ALL_STAGES else _missing())
+        if span.verdict == ls.TOO_FEW:
+            span = dataclasses.replace(span, verdict=TOO_FEW_INSTANCES)
+        rows.append({"stage": stage, **_measure("kernel_", kernel, comparable), **_measure("span_", span, comparable),
+                     "prev_launches": len(before), "launches": len(after),
+                     "prev_instances": before["instance"].nunique() if stage != ALL_STAGES else 0,
+                     "instances": after["instance"].nunique() if stage != ALL_STAGES else 0,
+                     "host_dominated": stage != ALL_STAGES and stage not in graph_stages, "gpu_changed": gpu_changed})
     return pd.DataFrame(rows, columns=STAGE_SPEED_COLUMNS)
+
+
+def kernel_speed(previous: pd.DataFrame, current: pd.DataFrame, names: dict[str, KernelName],
+                 comparable: bool = True) -> pd.DataFrame:
+    """KERNEL_SPEED_COLUMNS of every kernel paired by identity within a stage of both versions'
+    launches: the change of its median launch duration; slower first (largest interval bound),
+    then faster, then the rest by stage and name."""
+    tick = tick_of(previous, current)
+    rows = []
+    for stage in dict.fromkeys(current["stage"]):
+        before = _kernels(previous[previous["stage"] == stage])
+        after = _kernels(current[current["stage"] == stage])
+        for left, right, _ in match_kernels(list(before), list(after)):
+            change = ls.median_change(before[left], after[right], tick)
+            rows.append({"stage": stage, "prev_name": left, "name": right,
+                         "friendly_name": names[right].friendly_name if right in names else right,
+                         "prev_launches": len(before[left]), "launches": len(after[right]),
+                         "prev_median_ns": change.previous, "median_ns": change.current,
+                         "rel_pct": _pct(change.ratio), "low_pct": _pct(change.low), "high_pct": _pct(change.high),
+                         "noise_pct": change.noise * 100.0,
+                         "verdict": change.verdict if comparable else NOT_COMPARED})
+    frame = pd.DataFrame(rows, columns=KERNEL_SPEED_COLUMNS)
+    order = {ls.SLOWER: 0, ls.FASTER: 1}
+    frame = frame.assign(_o=frame["verdict"].map(order).fillna(2),
+                         _m=-frame["low_pct"].where(frame["verdict"] == ls.SLOWER, -frame["high_pct"]).fillna(0))
+    return frame.sort_values(["_o", "_m", "stage", "name"], kind="stable").drop(columns=["_o", "_m"]).reset_index(
+        drop=True)
+
+
+def stage_movers(previous: pd.DataFrame, current: pd.DataFrame, stage: str, count: int = 3) -> pd.DataFrame:
+    """The ``count`` kernels of one stage whose summed launch time moved most (paired by identity,
+    else added or removed): ``prev_name``, ``name`` (None where absent), ``prev_ns``, ``ns``, ``abs_ns``."""
+    before = previous[previous["stage"] == stage].groupby("name")["duration_ns"].sum()
+    after = current[current["stage"] == stage].groupby("name")["duration_ns"].sum()
+    pairs = {p: c for p, c, _ in match_kernels(list(before.index), list(after.index))}
+    rows = [(p, c, float(before[p]), float(after[c])) for p, c in pairs.items()]
+    rows += [(None, c, 0.0, float(after[c])) for c in after.index if c not in set(pairs.values())]
+    rows += [(p, None, float(before[p]), 0.0) for p in before.index if p not in pairs]
+    frame = pd.DataFrame(rows, columns=["prev_name", "name", "prev_ns", "ns"])
+    frame["abs_ns"] = frame["ns"] - frame["prev_ns"]
+    order = frame["abs_ns"].abs().sort_values(ascending=False, kind="stable").index
+    return frame.loc[order].head(count).reset_index(drop=True)
 
 
 def kernel_changes(previous: pd.DataFrame, current: pd.DataFrame, names: dict[str, KernelName]) -> pd.DataFrame:
@@ -101,12 +184,40 @@ def kernel_changes(previous: pd.DataFrame, current: pd.DataFrame, names: dict[st
     return frame.reset_index(drop=True)[KERNEL_CHANGE_COLUMNS]
 
 
-def version_stage_speed(previous: VersionResult | None, stage_time: pd.DataFrame,
-                        gpu_change: dict[str, Any] | None) -> pd.DataFrame:
-    """:func:`stage_speed` against the previous version; no rows for the first."""
-    if previous is None:
+def _graph_stages(*tables: pd.DataFrame) -> set[str]:
+    """Stages that ran kernels inside CUDA graphs (stage_time tables)."""
+    return {s for t in tables if len(t) for s, ns in zip(t["stage"], t["graph_kernel_ns"]) if ns and ns == ns}
+
+
+def version_stage_speed(previous: VersionResult | None, launches: pd.DataFrame | None, stage_time: pd.DataFrame,
+                        gpu_change: dict[str, Any] | None, like_with_like: dict[str, Any] | None) -> pd.DataFrame:
+    """:func:`stage_speed` against the previous version; no rows for the first or without launches."""
+    before = previous.values.get("launches") if previous is not None else None
+    if before is None or launches is None:
         return pd.DataFrame(columns=STAGE_SPEED_COLUMNS)
-    return stage_speed(previous.stage_time, stage_time, bool(gpu_change and gpu_change["changed"]))
+    return stage_speed(before, launches, _graph_stages(previous.stage_time, stage_time),
+                       bool(like_with_like and like_with_like["comparable"]), bool(gpu_change and gpu_change["changed"]))
+
+
+def version_kernel_speed(previous: VersionResult | None, launches: pd.DataFrame | None,
+                         names: dict[str, KernelName], like_with_like: dict[str, Any] | None) -> pd.DataFrame:
+    """:func:`kernel_speed` against the previous version; no rows for the first or without launches."""
+    before = previous.values.get("launches") if previous is not None else None
+    if before is None or launches is None:
+        return pd.DataFrame(columns=KERNEL_SPEED_COLUMNS)
+    known = {**previous.values.get("names", {}), **names}
+    return kernel_speed(before, launches, known, bool(like_with_like and like_with_like["comparable"]))
+
+
+def version_timer_tick(previous: VersionResult | None, launches: pd.DataFrame | None) -> float | None:
+    """The timer step the verdicts against the previous version use (:func:`tick_of`); None without them."""
+    before = previous.values.get("launches") if previous is not None else None
+    return None if before is None or launches is None else tick_of(before, launches)
+
+
+def launches_of(inputs: VersionInputs) -> pd.DataFrame | None:
+    """Every kernel launch of the version's measured stages, kept for the next version's comparison."""
+    return inputs.launches
 
 
 def version_kernel_changes(previous: VersionResult | None, inputs: VersionInputs,
@@ -124,5 +235,8 @@ def kernel_summary_of(inputs: VersionInputs) -> pd.DataFrame:
 
 
 ANALYSES = [Analysis("kernel_summary", kernel_summary_of),
+            Analysis("launches", launches_of),
+            Analysis("timer_tick", version_timer_tick),
             Analysis("stage_speed", version_stage_speed, publish=True),
+            Analysis("kernel_speed", version_kernel_speed, publish=True),
             Analysis("kernel_changes", version_kernel_changes, publish=True)]

@@ -1,11 +1,15 @@
-"""`python -m generator compare BASELINE CURRENT`: the regression gate over two profiles.
+"""`python -m generator compare BASELINE CURRENT`: did the current capture get slower?
 
-BASELINE and CURRENT are each a capture run directory (analyzed here), a version's data directory
-(``data/ncu_metrics.csv``, e.g. ``site/<version>/`` or ``site_src/<report>/<version>/docs/``), a
-``summary.json`` (its overall means only) or an ncu report/CSV (means per kernel name). Exit status:
-1 when a kernel's duration regressed beyond the threshold (other metrics are context), 0 otherwise,
-2 on bad input. When the two sides ran on different GPUs (gpu_change), the JSON says so
-(``gpu_changed``, both GPUs) and one line on stderr too; the exit status stays the same (README).
+Durations decide, from nsys over every launch, through the pipeline's readers and analyses (the
+same as ``python -m generator build``): BASELINE and CURRENT as capture run directories give per
+stage the kernel time and span and per kernel the median launch duration, each change with its 95 %
+bootstrap interval and the noise band measured inside the captures (analyses.speed_change,
+analyses.launch_stats). Before any verdict the two captures are compared like with like
+(analyses.like_with_like): every difference is listed first; different workloads or models get no
+verdict. ncu metrics (and the other inputs: a version's data directory, a ``summary.json``, an ncu
+report/CSV, which carry no nsys launches) are context, never a verdict. Exit status: 1 when a stage's
+kernel time got slower (interval wholly above the noise band) in two comparable captures, 0
+otherwise, 2 on bad input. Different GPUs (gpu_change): both named, on stderr too; verdicts stay.
 """
 from __future__ import annotations
 
@@ -22,49 +26,29 @@ from rich.console import Console
 from rich.table import Table
 
 from generator.analyses.gpu_change import gpu_change
+from generator.analyses.launch_stats import FASTER, SLOWER, TOO_FEW, UNCHANGED
 from generator.analyses.naming import name_kernels
-from generator.analyses.regression import (
-    CONTEXT,
-    DEFAULT_METRICS,
-    DEFAULT_THRESHOLD_PCT,
-    IMPROVEMENT,
-    REGRESSION,
-    WATCHABLE,
-    Comparison,
-    compare,
-)
+from generator.analyses.regression import DEFAULT_METRICS, WATCHABLE, Comparison, compare
+from generator.analyses.speed_change import stage_movers
 from generator.errors import InputError
 from generator.metric_table import DISPLAY
-from generator.model import ALL_STAGES, GPU_IDENTITY, GpuInfo
+from generator.model import ALL_STAGES, GPU_IDENTITY, GpuInfo, VersionInputs
 from generator.render.data_files import NCU_METRICS_CSV, SUMMARY_JSON, json_safe
 from generator.run_layout import MANIFEST
 
-HELP = "compare kernels of two runs/versions/files; exit 1 when one got slower beyond the threshold"
+HELP = "compare two captures (nsys durations decide, ncu explains); exit 1 when a stage got slower"
 #: summary.json: the one "kernel" its overall means describe
 OVERALL = "overall_means"
 NAME_SHOWN = 60
 CI_WIDTH = 150  # console width when stdout is not a terminal (CI logs)
 
 
-def threshold(text: str) -> float:
-    """``5%`` or ``5`` → 5.0 (percent of the baseline value)."""
-    try:
-        value = float(text.strip().removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as 5%, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"the threshold must be 0% or more, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("baseline", type=Path, metavar="BASELINE",
                         help="run directory, version data directory, summary.json or ncu file")
     parser.add_argument("current", type=Path, metavar="CURRENT", help="the same kinds of input as BASELINE")
-    parser.add_argument("--threshold", type=threshold, default=DEFAULT_THRESHOLD_PCT, metavar="PCT",
-                        help=f"relative change that counts (default: {DEFAULT_THRESHOLD_PCT:g}%%)")
     parser.add_argument("--metrics", nargs="+", default=list(DEFAULT_METRICS), metavar="METRIC",
-                        help=f"watched metrics, space or comma separated (default: {','.join(DEFAULT_METRICS)}; "
+                        help=f"ncu metrics shown as context, space or comma separated (default: {','.join(DEFAULT_METRICS)}; "
                              + "; ".join(f"{m}: {d} is better" for m, d in WATCHABLE.items()) + ")")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the comparison as JSON (deterministic)")
 
@@ -75,21 +59,59 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not metrics:
         raise InputError("--metrics", f"unknown metric {', '.join(unknown) or '(none)'}; one of {', '.join(WATCHABLE)}")
     baseline, current = kernel_table(args.baseline), kernel_table(args.current)
-    result = compare(baseline.table, current.table, metrics, args.threshold)
-    if not len(result.rows):
+    context = compare(baseline.table, current.table, metrics)
+    verdicts = _verdicts(baseline, current)
+    if verdicts is None and not len(context.rows):
         raise InputError(args.current, f"no kernel matches one of {args.baseline}")
     gpus = gpu_change(baseline.gpu, current.gpu)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
-    _print(console, result, _display_names(baseline.table, current.table))
+    names = _display_names(baseline.table, current.table)
+    failed = _print(console, verdicts, context, names)
     if gpus is not None and gpus["changed"]:
         print(f"compare: {gpu_line(gpus)}", file=sys.stderr)
     if args.json:
-        report = {"baseline": str(args.baseline), "current": str(args.current), **result.as_dict(),
+        report = {"baseline": str(args.baseline), "current": str(args.current),
+                  "like_with_like": verdicts.like if verdicts else None,
+                  "stages": verdicts.stages.to_dict("records") if verdicts else [],
+                  "kernels": verdicts.kernels.to_dict("records") if verdicts else [],
+                  "longest_kernel": verdicts.longest if verdicts else None,
+                  "ncu_context": context.as_dict(), "failed": failed,
                   "baseline_gpu": baseline.gpu, "current_gpu": current.gpu,
                   "gpu_changed": None if gpus is None else gpus["changed"]}
         text = json.dumps(json_safe(report), sort_keys=True, indent=2, ensure_ascii=False)
         args.json.write_text(text + "\n", encoding="utf-8")
-    return 1 if result.failed() else 0
+    return 1 if failed else 0
+
+
+@dataclass
+class Verdicts:
+    """What the pipeline's analyses say of two capture runs (speed_change, like_with_like)."""
+
+    like: dict[str, Any]  # like_with_like.like_with_like
+    stages: pd.DataFrame  # speed_change.STAGE_SPEED_COLUMNS
+    kernels: pd.DataFrame  # speed_change.KERNEL_SPEED_COLUMNS
+    longest: dict[str, Any] | None  # compare_versions' longest_kernel
+    previous_launches: pd.DataFrame  # nsys_sqlite.LAUNCH_COLUMNS of the baseline
+    launches: pd.DataFrame  # and of the current capture
+
+    def failed(self) -> bool:
+        """A stage's kernel time got slower (never a span, never a kernel alone, never ncu)."""
+        return bool((self.stages["kernel_verdict"] == SLOWER).any())
+
+
+def _verdicts(baseline: Side, current: Side) -> Verdicts | None:
+    """The current run analysed against the baseline run as a site build analyses two versions
+    (analyze_version with the previous version); None unless both sides are capture runs."""
+    if baseline.inputs is None or current.inputs is None:
+        return None
+    from generator.analyses.version import AnalysisSettings, analyze_version
+
+    before = analyze_version(baseline.version_id, baseline.inputs, AnalysisSettings(), alone=baseline.alone)
+    result = analyze_version(current.version_id, current.inputs, AnalysisSettings(), previous=before,
+                             alone=current.alone)
+    comparison = result.values.get("comparison") or {}
+    return Verdicts(result.values["like_with_like"], result.values["stage_speed"], result.values["kernel_speed"],
+                    comparison.get("longest_kernel"), baseline.inputs.launches, current.inputs.launches)
 
 
 @dataclass
@@ -98,6 +120,9 @@ class Side:
 
     table: pd.DataFrame
     gpu: dict[str, Any] | None
+    inputs: VersionInputs | None = None  # a capture run's, read by the pipeline
+    alone: dict[str, Any] | None = None  # its analyses that need no previous version (analyze_alone)
+    version_id: str = ""
 
 
 _FACT_WORDS = {"compute_capability": "compute capability", "sm_count": "SMs"}
@@ -159,14 +184,16 @@ def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def _from_run(run: Path) -> Side:
-    from generator.analyses.version import AnalysisSettings, analyze_version
+    """A capture run read and analysed as a site build reads and analyses a version of one run."""
+    from generator.analyses.version import AnalysisSettings, analyze_alone
     from generator.pipeline.config import Inputs, VersionConfig
     from generator.pipeline.inputs import InputCache, version_inputs
 
     with InputCache() as cache:
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
                                 run / MANIFEST, 0)
-    return Side(_per_kernel(analyze_version(run.name, inputs, AnalysisSettings()).ncu_metrics), _identity(inputs.gpus))
+    alone = analyze_alone(run.name, inputs, AnalysisSettings())
+    return Side(_per_kernel(alone["ncu_metrics"]), _identity(inputs.gpus), inputs, alone, run.name)
 
 
 def _from_csv(path: Path) -> pd.DataFrame:
@@ -190,6 +217,8 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(path, "JSON nested too deeply (not a version's summary.json)") from None
 
 
 #: GPU_IDENTITY fact → the JSON types summary.json may give it, and their name
@@ -249,30 +278,108 @@ def _display_names(*tables: pd.DataFrame) -> dict[str, str]:
 
 
 def _context(result: Comparison, kernel: str, stage: object) -> str:
-    """The kernel's context metrics in that stage and their relative change, e.g. "sm_throughput_pct −12.3%"."""
+    """The kernel's ncu metrics in that stage and their relative change, e.g. "sm_throughput_pct −12.3%"."""
     same_stage = result.rows["stage"].isna() if stage is None or stage != stage else result.rows["stage"] == stage
-    rows = result.rows[(result.rows["kernel"] == kernel) & same_stage & (result.rows["status"] == CONTEXT)]
+    rows = result.rows[(result.rows["kernel"] == kernel) & same_stage]
     return ", ".join(f"{r['metric']} {r['rel_pct']:+.1f}%" for r in rows.to_dict("records")
                      if r["rel_pct"] == r["rel_pct"])
 
 
-def _print(console: Console, result: Comparison, names: dict[str, str]) -> None:
-    shown = result.rows[result.rows["status"].isin([REGRESSION, IMPROVEMENT])]
-    if len(shown):
-        table = Table("kernel", "stage", "baseline µs", "current µs", "change", "status", "context",
-                      title="kernel duration changes (duration decides; the rest is context)")
-        for row in shown.to_dict("records"):
-            style = "red" if row["status"] == REGRESSION else "green"
-            stage = row["stage"] if isinstance(row["stage"], str) else ""
-            table.add_row(names.get(row["kernel"], row["kernel"]), stage,
-                          f"{row['baseline']:,.2f}", f"{row['current']:,.2f}", f"{row['rel_pct']:+.1f}%",
-                          f"[{style}]{row['status']}[/{style}]", _context(result, row["kernel"], row["stage"]))
+def _pct(value: float) -> str:
+    return "" if value != value else f"{value:+.1f}%"
+
+
+def _interval(row: dict[str, Any], prefix: str = "") -> str:
+    low, high = row[f"{prefix}low_pct"], row[f"{prefix}high_pct"]
+    return "" if low != low else f"[{low:+.1f}%, {high:+.1f}%]"
+
+
+def _ms(value: float) -> str:
+    return "" if value != value else f"{value / 1e6:,.3f}"
+
+
+def difference_line(difference: dict[str, Any]) -> str:
+    """One like_with_like difference in words: "params.attn_impl: eager → sdpa"."""
+    return f"{difference['key']}: {difference['previous']} → {difference['current']}"
+
+
+def _mover(mover: dict[str, Any], names: dict[str, str]) -> str:
+    """"Softmax (FP32) (added) +2.535 ms": a kernel of stage_movers in words."""
+    added, removed = not isinstance(mover["prev_name"], str), not isinstance(mover["name"], str)
+    name = mover["prev_name"] if removed else mover["name"]
+    return (f"{_shown_name(name, names)}{' (added)' if added else ' (removed)' if removed else ''} "
+            f"{mover['abs_ns'] / 1e6:+,.3f} ms")
+
+
+def _shown_name(name: str, names: dict[str, str]) -> str:
+    """The display name of a kernel (:func:`_display_names`, else its friendly name), cut to NAME_SHOWN."""
+    if name not in names:
+        shown = name_kernels([name])[name].friendly_name or name
+        names[name] = shown if len(shown) <= NAME_SHOWN else shown[: NAME_SHOWN - 1] + "…"
+    return names[name]
+
+
+def _print(console: Console, verdicts: Verdicts | None, context: Comparison, names: dict[str, str]) -> bool:
+    """Print the comparison; True when the gate fails (Verdicts.failed of comparable captures)."""
+    if verdicts is None:
+        console.print("no verdict: durations decide from the nsys launches of capture run directories, "
+                      "which these inputs are not; ncu figures below are context.")
+        _print_context(console, context, names)
+        return False
+    like = verdicts.like
+    workload = [d for d in like["differences"] if d["kind"] == "workload"]
+    if workload:
+        console.print("different workloads (" + "; ".join(difference_line(d) for d in workload)
+                      + "): no faster/slower verdict.")
+        return False
+    for difference in like["differences"]:
+        console.print(f"differs ({difference['kind']}): {difference_line(difference)}")
+    table = Table("stage", "kernel ms", "change", "95% interval", "noise ±", "verdict",
+                  "span ms", "change", "span verdict", title="stages: nsys kernel time decides; span is shown")
+    for row in verdicts.stages.to_dict("records"):
+        span_verdict = row["span_verdict"] + (" (host-dominated)" if row["host_dominated"] else "")
+        table.add_row(row["stage"], f"{_ms(row['kernel_prev_ns'])} → {_ms(row['kernel_ns'])}",
+                      _pct(row["kernel_rel_pct"]), _interval(row, "kernel_"), f"{row['kernel_noise_pct']:.1f}%"
+                      if row["kernel_noise_pct"] == row["kernel_noise_pct"] else "", row["kernel_verdict"],
+                      f"{_ms(row['span_prev_ns'])} → {_ms(row['span_ns'])}", _pct(row["span_rel_pct"]), span_verdict)
+    console.print(table)
+    for row in verdicts.stages.to_dict("records"):
+        if row["kernel_verdict"] in (SLOWER, FASTER) and row["stage"] != ALL_STAGES:
+            movers = stage_movers(verdicts.previous_launches, verdicts.launches, row["stage"]).to_dict("records")
+            console.print(f"{row['stage']} {row['kernel_verdict']}; most of it: "
+                          + "; ".join(_mover(m, names) for m in movers))
+    moved = verdicts.kernels[verdicts.kernels["verdict"].isin([SLOWER, FASTER])]
+    if len(moved):
+        table = Table("kernel", "stage", "median µs", "change", "95% interval", "noise ±", "verdict", "ncu context",
+                      title="kernels whose median launch moved beyond the noise (nsys, every launch)")
+        for row in moved.to_dict("records"):
+            style = "red" if row["verdict"] == SLOWER else "green"
+            table.add_row(_shown_name(row["name"], names), row["stage"],
+                          f"{row['prev_median_ns'] / 1e3:,.2f} → {row['median_ns'] / 1e3:,.2f}", _pct(row["rel_pct"]),
+                          _interval(row), f"{row['noise_pct']:.1f}%", f"[{style}]{row['verdict']}[/{style}]",
+                          _context(context, row["prev_name"], row["stage"]) or _context(context, row["name"], row["stage"]))
         console.print(table)
-    counts = result.as_dict()["counts"]
+    counts = verdicts.kernels["verdict"].value_counts()
+    console.print(f"{len(verdicts.kernels)} kernels paired by identity within stages: "
+                  + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (SLOWER, FASTER, UNCHANGED, TOO_FEW)) + ".")
+    longest = verdicts.longest
+    if longest and longest["previous"] and longest["current"] and not longest["same_kernel"]:
+        console.print(f"the longest profiled kernel changed from {longest['previous']['friendly_name']} to "
+                      f"{longest['current']['friendly_name']} (ncu; not a verdict).")
+    failed = verdicts.failed()
+    slower = verdicts.stages[verdicts.stages["kernel_verdict"] == SLOWER]["stage"].tolist()
+    console.print(f"[red]FAIL[/red]: kernel time got slower in {', '.join(slower)}." if failed
+                  else "[green]OK[/green]: no stage's kernel time got slower beyond the noise.")
+    return failed
+
+
+def _print_context(console: Console, result: Comparison, names: dict[str, str]) -> None:
+    table = Table("kernel", "stage", "metric", "baseline", "current", "change",
+                  title="ncu figures of the matched kernels (context, not a verdict)")
+    for row in result.rows.to_dict("records"):
+        stage = row["stage"] if isinstance(row["stage"], str) else ""
+        table.add_row(names.get(row["kernel"], row["kernel"]), stage, row["metric"],
+                      f"{row['baseline']:,.2f}", f"{row['current']:,.2f}", _pct(row["rel_pct"]))
+    console.print(table)
     console.print(f"{result.rows['kernel'].nunique()} kernels matched ({len(result.only_baseline)} only in the "
-                  f"baseline, "
-                  f"{len(result.only_current)} only in the current); threshold {result.threshold_pct:g}%: "
-                  f"{counts[REGRESSION]} slower, {counts[IMPROVEMENT]} faster, "
-                  f"{counts['unknown']} unknown.")
-    console.print("[red]FAIL[/red]: kernels got slower." if result.failed()
-                  else "[green]OK[/green]: no kernel got slower.")
+                  f"baseline, {len(result.only_current)} only in the current).")

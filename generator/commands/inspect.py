@@ -1,4 +1,4 @@
-"""`python -m generator inspect PATH…`: what each profiler file is and what it holds."""
+"""`python -m generator inspect PATH…`: what each profiler file or capture run directory is and holds."""
 from __future__ import annotations
 
 import argparse
@@ -17,16 +17,19 @@ from generator.analyses.naming import name_kernels
 from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES
 from generator.model import Dataset
+from generator.pipeline.inputs import load_manifest, manifest_stages
 from generator.readers import read
+from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 from generator.text_safety import clean_text
 
-HELP = "say what each profiler file is and summarize its kernels, GPUs and NVTX ranges"
+HELP = ("say what each profiler file is and summarize its kernels, GPUs and NVTX ranges; summarize a capture run "
+        "directory (manifest, stages, files, coverage)")
 TOP = 5
 SHOWN_STAGES = 12
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="nsys/ncu/PyTorch profiler files")
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="nsys/ncu/PyTorch profiler files or capture run directories")
     parser.add_argument("--stage", metavar="NAME", help="restrict kernels to this NVTX / record_function range")
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON (deterministic)")
     parser.add_argument("--full", action="store_true",
@@ -39,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     failed = False
     for path in args.paths:
         try:
-            summary = summarize(read(path, stage=args.stage))
+            summary = summarize_run(path) if path.is_dir() else summarize(read(path, stage=args.stage))
         except (InputError, OSError, UnicodeDecodeError) as exc:
             if args.debug:
                 raise
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         summaries.append(summary)
         if not args.json:
-            _print(console, summary, full=args.full)
+            (_print_run(console, summary) if path.is_dir() else _print(console, summary, full=args.full))
     if args.json:
         print(json.dumps(summaries, indent=2, sort_keys=True, ensure_ascii=False))
     return 2 if failed else 0
@@ -86,6 +89,79 @@ def summarize(ds: Dataset) -> dict[str, Any]:
     for row in tops:
         row["friendly_name"] = names[row["name"]].friendly_name
     return summary
+
+
+def summarize_run(run: Path) -> dict[str, Any]:
+    """What a capture run directory holds, from its manifest and its files (no profiler file is read)."""
+    if not (run / MANIFEST).is_file():
+        raise InputError(run, f"is a directory but not a capture run (no {MANIFEST}); inspect the files in it")
+    manifest = load_manifest(run)
+    environment = manifest.get("environment") if isinstance(manifest.get("environment"), dict) else {}
+    tools = manifest.get("tools") if isinstance(manifest.get("tools"), dict) else {}
+    files = [run / name for name in NSYS_CANDIDATES if (run / name).is_file()][:1]
+    files += [run / name for suffix in NCU_PASSES for name in ncu_candidates(suffix) if (run / name).is_file()]
+    return {
+        "path": str(run),
+        "format": "capture-run",
+        "schema": manifest.get("schema"),
+        "created": manifest.get("created"),
+        "status": manifest.get("status"),
+        "workload": manifest.get("workload"),
+        "params": {k: v for k, v in (manifest.get("params") or {}).items() if v is not None},
+        "gpus": [g.get("name") for g in environment.get("gpus") or [] if isinstance(g, dict)],
+        "versions": {key: environment.get(key) for key in ("torch", "transformers", "cuda_runtime", "driver")}
+        | {tool: (tools.get(tool) or {}).get("version") for tool in ("nsys", "ncu")},
+        "stages": manifest_stages(run, manifest),
+        "phases": [{"name": p.get("name"), "status": p.get("status"), "seconds": p.get("seconds")}
+                   for p in manifest.get("phases") or [] if isinstance(p, dict)],
+        "failed_phases": manifest.get("failed_phases") or [],
+        "files": [{"path": f.relative_to(run).as_posix(), "bytes": f.stat().st_size} for f in files],
+        "logs": sorted(f.name for f in (run / "logs").iterdir()) if (run / "logs").is_dir() else [],
+        "coverage": manifest.get("coverage") or {},
+        "notes": manifest.get("notes") or [],
+    }
+
+
+def _print_run(console: Console, run: dict[str, Any]) -> None:
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column(overflow="fold")
+    params = ", ".join(f"{k}={v}" for k, v in run["params"].items())
+    facts.add_row("format", Text(f"capture run ({run['schema']}), {run['status']}, created {run['created']}"))
+    facts.add_row("workload", Text(f"{run['workload']} ({params})" if params else str(run["workload"])))
+    facts.add_row("GPUs", Text(", ".join(map(str, run["gpus"])) or "unknown"))
+    facts.add_row("versions", Text(", ".join(f"{k} {v}" for k, v in run["versions"].items() if v)))
+    facts.add_row("stages", Text(", ".join(run["stages"]) or "none (the whole capture)"))
+    facts.add_row("phases", Text(", ".join(f"{p['name']} {_seconds(p['seconds'])}" + ("" if p["status"] == "ok"
+                                           else f" ({p['status']})") for p in run["phases"])))
+    if run["failed_phases"]:
+        facts.add_row("failed", Text(", ".join(map(str, run["failed_phases"]))))
+    for f in run["files"]:
+        facts.add_row("file", Text(f"{f['path']} ({f['bytes'] / 2**20:,.1f} MiB)"))
+    facts.add_row("logs", Text(f"{len(run['logs'])} files in logs/"))
+    facts.add_row("coverage", Text(_coverage(run["coverage"])))
+    for note in run["notes"]:
+        facts.add_row("note", Text(str(note)))
+    console.print(Text(clean_text(run["path"]), style="bold"), soft_wrap=True)
+    console.print(facts)
+    console.print()
+
+
+def _coverage(coverage: dict[str, Any]) -> str:
+    """``20/20 top-N kernels profiled, 85/85 (kernel, stage) pairs, 146 launches``."""
+    parts = []
+    if "top_n" in coverage:
+        parts.append(f"{coverage.get('profiled')}/{coverage['top_n']} top-N kernels profiled")
+    if "stage_pairs" in coverage:
+        parts.append(f"{coverage.get('stage_pairs_profiled')}/{coverage['stage_pairs']} (kernel, stage) pairs")
+    if "profiled_launches" in coverage:
+        parts.append(f"{coverage['profiled_launches']} launches")
+    missing = len(coverage.get("missing") or []) + len(coverage.get("stage_pairs_missing") or [])
+    return ", ".join(parts) + (f"; {missing} missing (see the manifest's coverage)" if missing else "") or "unknown"
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:,.1f} s" if isinstance(value, int | float) else "?"
 
 
 def _names_by_time(ds: Dataset) -> list[str]:

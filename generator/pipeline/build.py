@@ -26,12 +26,13 @@ from generator.analyses.chart_notes import with_sweep_note
 from generator.analyses.result import SweepResult, VersionResult
 from generator.analyses.version import AnalysisSettings, analyze_alone, analyze_version
 from generator.errors import InputError
-from generator.forks import Forks, fork_safe
+from generator.forks import Forks, fork_safe, with_origin
 from generator.languages import LANGS
 from generator.machine import cpus
 from generator.model import ReportMeta, VersionInputs
 from generator.pipeline.build_cache import BuildCache, default_root
-from generator.pipeline.config import ReportConfig, VersionConfig, load_report, report_meta
+from generator.pipeline.chips import report_targets, shipped_chips
+from generator.pipeline.config import ReportConfig, VersionConfig, in_languages, load_report, report_meta
 from generator.pipeline.inputs import InputCache
 from generator.pipeline.sweep_inputs import sweep_version
 from generator.pipeline.version_reuse import VersionReuse, version_key
@@ -48,8 +49,12 @@ class ReportJob:
     prefix: str  # "" for a single report, else "<report-id>/"
 
 
+#: A report.yaml, or a report made without one (:func:`config.files_report`) and the file it stands for.
+Report = Path | tuple[Path, ReportConfig]
+
+
 def build_site(
-    report_files: list[Path],
+    report_files: list[Report],
     out: Path,
     src: Path,
     *,
@@ -58,8 +63,9 @@ def build_site(
     progress: Progress | None = None,
     force: bool = False,
     cache: BuildCache | None = None,
-) -> None:
-    """Build every version of every report into ``out`` (and Markdown into ``src``), atomically.
+) -> list[tuple[Path, Path]]:
+    """Build every version of every report into ``out`` (and Markdown into ``src``), atomically; the
+    (directory, backup) pairs of directories no build wrote whose content was moved aside (``force``).
 
     ``cache`` holds parsed inputs between builds (default: :func:`build_cache.default_root`) and
     the records of which versions' pages can be kept as they are.
@@ -74,6 +80,27 @@ def build_site(
     output_dirs.refuse_overlap(out, src)
     for option, target in [("--out", out), *(("--src", src / job.config.id) for job in jobs)]:
         output_dirs.refuse_unowned(output_dirs.refuse_unsafe(target, option, inputs), option, force=force)
+    with _made_dirs_removed_on_failure([out, src]):
+        return _build_into(jobs, out, src, site_url, langs, progress, cache)
+
+
+@contextlib.contextmanager
+def _made_dirs_removed_on_failure(targets: list[Path]) -> Iterator[None]:
+    """The folders above ``targets`` (and ``targets``) that the block makes are removed again, if
+    still empty, when the block fails: a failed build leaves no empty ``<out>_src/``."""
+    missing = sorted({p for t in targets for p in (t, *t.parents) if not p.exists()}, key=lambda p: -len(p.parts))
+    try:
+        yield
+    except BaseException:
+        for folder in missing:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only an empty one
+        raise
+
+
+def _build_into(jobs: list[ReportJob], out: Path, src: Path, site_url: str | None, langs: list[str],
+                progress: Progress | None, cache: BuildCache | None) -> list[tuple[Path, Path]]:
+    """:func:`build_site` once its targets are checked."""
     src.mkdir(parents=True, exist_ok=True)
     versions = sum(len(job.config.versions) for job in jobs)
     task = progress.add_task("build", total=versions * 3) if progress else None
@@ -94,14 +121,16 @@ def build_site(
             _build_report(job, meta, cache, reuse, (tmp_out / job.prefix, tmp_src[job.config.id]),
                           (out / job.prefix, src / job.config.id), step)
         if len(jobs) > 1:  # else the report's own index.html (written into out/) is the site's
-            write_report_index(tmp_out, [(job.prefix, job.config.title.model_dump()) for job in jobs], langs[0])
-        for job in jobs:
-            output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id)
-        output_dirs.swap_in(tmp_out, out)
+            write_report_index(tmp_out, [(job.prefix, in_languages(job.config.title, langs)) for job in jobs],
+                               langs[0])
+        targets = [*(src / job.config.id for job in jobs), out]
+        backups = [output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id) for job in jobs]
+        backups.append(output_dirs.swap_in(tmp_out, out))
+    return [(target, backup) for target, backup in zip(targets, backups) if backup is not None]
 
 
-def _jobs(report_files: list[Path]) -> list[ReportJob]:
-    configs = [(Path(p), load_report(p)) for p in report_files]
+def _jobs(report_files: list[Report]) -> list[ReportJob]:
+    configs = [r if isinstance(r, tuple) else (Path(r), load_report(r)) for r in report_files]
     ids = [config.id for _, config in configs]
     for path, config in configs:
         if ids.count(config.id) > 1:
@@ -154,7 +183,8 @@ def _read_analyze_render(job: ReportJob, meta: ReportMeta, store: BuildCache, tr
     config = job.config
     versions = config.versions
     settings = AnalysisSettings(top_n=config.top_n, rule=config.classification.rule,
-                                margin=config.classification.margin, peaks=config.gpu.as_settings())
+                                margin=config.classification.margin, peaks=config.gpu.as_settings(),
+                                chips=report_targets(config, job.path), chip_basis=tuple(shipped_chips()))
     count = max(rebuilt) + 1
     groups = _sharing_groups([_input_files(versions[i]) for i in range(count)])
     inputs: dict[int, tuple[VersionInputs, SweepResult | None, dict | Exception]] = {}
@@ -241,7 +271,7 @@ def _alone(version_id: str, inputs: VersionInputs, settings: AnalysisSettings) -
     try:
         return analyze_alone(version_id, inputs, settings)
     except Exception as exc:  # noqa: BLE001 - raised by _analysis, in the version's turn
-        return exc
+        return with_origin(exc)
 
 
 def _input_files(version: VersionConfig) -> set[Path]:

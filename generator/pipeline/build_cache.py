@@ -21,6 +21,7 @@ import importlib.metadata
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -141,18 +142,44 @@ class BuildCache:
         self._evict()
 
     def _evict(self) -> None:
-        """Remove least recently used entries while the cache is over its size."""
+        """Remove least recently used entries while the cache is over its size; only folders named
+        and shaped as :meth:`_store` writes them are entries (:func:`entry_size`), so a folder of the
+        user's under a ``KERNEL_REPORT_CACHE`` they named is never touched."""
         entries = []
         for entry in self.root.glob("*/*"):
-            if entry.is_dir() and not entry.name.startswith("."):
-                size = sum(f.stat().st_size for f in entry.iterdir())
-                entries.append((entry.stat().st_mtime_ns, entry.name, size, entry))
+            size = entry_size(entry)
+            if size is not None:
+                entries.append((entry.lstat().st_mtime_ns, entry.name, size, entry))
         total = sum(e[2] for e in entries)
         for _, _, size, entry in sorted(entries):
             if total <= self.max_bytes:
                 break
             shutil.rmtree(entry, ignore_errors=True)
             total -= size
+
+
+_KEY = re.compile(r"[0-9a-f]{64}")
+_TABLE_FILE = re.compile(r"[a-z_]+\.parquet")
+
+
+def entry_size(folder: Path) -> int | None:
+    """The bytes of the cache entry ``folder``, or None unless it is one as :meth:`BuildCache._store`
+    writes it: a real folder ``<2 hex>/<64 hex key starting with them>`` holding only regular files,
+    ``meta.json`` (of this cache format and this key) and ``<table>.parquet``."""
+    name = folder.name
+    if not (_KEY.fullmatch(name) and folder.parent.name == name[:2]) or folder.is_symlink() or not folder.is_dir():
+        return None
+    try:
+        files = list(folder.iterdir())
+        if not all(f.name == "meta.json" or _TABLE_FILE.fullmatch(f.name) for f in files) or \
+                any(f.is_symlink() or not f.is_file() for f in files):
+            return None
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != name:
+            return None
+        return sum(f.stat().st_size for f in files)
+    except (OSError, ValueError):
+        return None
 
 
 def _short(exc: BaseException) -> str:
@@ -175,10 +202,8 @@ def _dump(folder: Path, key: str, value: Value) -> None:
         meta = {"type": "json", "value": value}
     meta.update(format=FORMAT, key=key, tables={n: _schema(t) for n, t in tables.items()})
     with duckdb.connect(config={"threads": 1}) as duck:
-        for name, table in tables.items():
-            duck.register("t", table.reset_index(drop=True))
-            duck.execute(f"COPY t TO '{folder / name}.parquet' (FORMAT parquet)")
-            duck.unregister("t")
+        for name, table in tables.items():  # the path is a parameter, never SQL text
+            duck.from_df(table.reset_index(drop=True)).to_parquet(str(folder / f"{name}.parquet"))
     (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
 
 

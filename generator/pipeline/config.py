@@ -6,10 +6,14 @@ its key path (``versions[1].inputs.ncu[0]: file not found``) in one InputError, 
 from __future__ import annotations
 
 import datetime
+import difflib
 import glob
+import json
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -25,9 +29,10 @@ from pydantic import (
 )
 
 from generator.errors import InputError
-from generator.languages import LANGS
+from generator.languages import DEFAULT_LANG, LANGS
 from generator.model import ReportMeta, VersionMeta
 from generator.pipeline.bounded_glob import expand
+from generator.readers import sniffed
 from generator.run_layout import MANIFEST
 from generator.text_safety import first_unsafe
 
@@ -105,8 +110,29 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
 
-#: Words in every site language (generator.languages): ``{en: …, zh: …}``.
-Text = create_model("Text", __base__=_Strict, **dict.fromkeys(LANGS, (CleanStr, ...)))
+TEXT_HINT = "give a text or {" + ", ".join(f"{lang}: …" for lang in LANGS) + "}"
+
+
+class _TextBase(_Strict):
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {DEFAULT_LANG: value}
+        if not isinstance(value, dict) or not value:
+            raise ValueError(f"{TEXT_HINT} (got {_shown(value)})")
+        return value
+
+    @model_validator(mode="after")
+    def _some_words(self) -> _TextBase:
+        if not self.model_dump(exclude_none=True):
+            raise ValueError(f"{TEXT_HINT} (got no text)")
+        return self
+
+
+#: Words in some of the site languages (generator.languages), ``{en: …, zh: …}``; one text is the
+#: default language's. A language built without its own text shows another's (:func:`in_languages`).
+Text = create_model("Text", __base__=_TextBase, **dict.fromkeys(LANGS, (CleanStr | None, None)))
 
 
 class NsysInput(_Strict):
@@ -179,6 +205,19 @@ class GpuPeaks(_Strict):
         return self.model_dump(exclude_defaults=True)
 
 
+class ChipTarget(_Strict):
+    """A chip to project the versions onto (``h100-sxm``, or a chip file relative to report.yaml),
+    and optionally a capture run of the same workload on it to check the projection against."""
+
+    chip: CleanStr
+    validate_with: RunDir | None = Field(default=None, alias="validate")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        return {"chip": data} if isinstance(data, str) else data
+
+
 class Classification(_Strict):
     rule: Literal["sol", "roofline", "sm_dram_margin"] = "sol"
     margin: float = Field(default=5.0, ge=0, allow_inf_nan=False)
@@ -192,12 +231,14 @@ class ReportConfig(_Strict):
     gpu: GpuPeaks = GpuPeaks()
     classification: Classification = Classification()
     top_n: int = Field(default=20, ge=1)
+    chips: list[ChipTarget] = []
     versions: list[VersionConfig] = Field(min_length=1)
 
     def input_paths(self) -> list[Path]:
         """Every run directory and file the report reads (what a build must never delete)."""
         parts = [*self.versions, *(point for v in self.versions for point in v.sweep)]
-        return [path for part in parts for path in [*part.runs, *part.inputs.paths()]]
+        checks = [c.validate_with for c in self.chips if c.validate_with is not None]
+        return [path for part in parts for path in [*part.runs, *part.inputs.paths()]] + checks
 
     @model_validator(mode="after")
     def _unique_versions(self) -> ReportConfig:
@@ -209,18 +250,41 @@ class ReportConfig(_Strict):
 
 
 def report_meta(config: ReportConfig, site_url: str | None, langs: list[str]) -> ReportMeta:
-    """The pages' view of a validated report."""
+    """The pages' view of a validated report, every text in every language of ``langs``
+    (:func:`in_languages`)."""
     return ReportMeta(
         id=config.id,
-        title=config.title.model_dump(),
+        title=in_languages(config.title, langs),
         versions=tuple(
-            VersionMeta(v.id, v.title.model_dump(), v.date, v.notes.model_dump() if v.notes else None,
-                        bool(v.sweep))
+            VersionMeta(v.id, in_languages(v.title, langs), v.date,
+                        in_languages(v.notes, langs) if v.notes else None, bool(v.sweep))
             for v in config.versions
         ),
         site_url=site_url,
         langs=tuple(langs),
     )
+
+
+def in_languages(text: BaseModel, langs: list[str]) -> dict[str, str]:
+    """A :data:`Text` in each of ``langs``: its own words, else the default language's, else the first given."""
+    given = given_languages(text)
+    fallback = given.get(DEFAULT_LANG, next(iter(given.values())))
+    return {lang: given.get(lang, fallback) for lang in langs}
+
+
+def given_languages(text: BaseModel) -> dict[str, str]:
+    """The words a :data:`Text` gives, by language."""
+    return text.model_dump(exclude_none=True)
+
+
+def untranslated(config: ReportConfig, langs: list[str]) -> dict[str, list[str]]:
+    """Per language of ``langs``, the keys of report.yaml texts that do not give it (shown in another)."""
+    texts = [("title", config.title)]
+    for index, version in enumerate(config.versions):
+        texts += [(f"versions[{index}].title", version.title)]
+        texts += [(f"versions[{index}].notes", version.notes)] if version.notes else []
+    missing = {lang: [key for key, text in texts if lang not in given_languages(text)] for lang in langs}
+    return {lang: keys for lang, keys in missing.items() if keys}
 
 
 def key_path(loc: tuple[str | int, ...]) -> str:
@@ -231,12 +295,100 @@ def key_path(loc: tuple[str | int, ...]) -> str:
     return text or "(top level)"
 
 
+#: What each key takes, in plain words (by the key's name; a list item by its list's name).
+HINTS = {
+    "id": "give an id of letters, digits, '.', '_' or '-' (it names a folder of the site), e.g. my-report",
+    "title": TEXT_HINT,
+    "notes": TEXT_HINT,
+    "date": "give the version's date as YYYY-MM-DD, e.g. 2026-01-31",
+    "versions": "give a list of versions, each {id: v1, title: …, date: YYYY-MM-DD, runs: […] or inputs: {…}}",
+    "runs": "give a list of capture run directories, e.g. [runs/my-run]",
+    "inputs": "give the version's files by profiler: {nsys: [FILE.sqlite], ncu: [FILE.ncu-rep], torch: [FILE.json]}",
+    "nsys": "give a list of nsys files (or {path: FILE, stage: NVTX-RANGE}), e.g. [profile.sqlite]",
+    "ncu": "give a list of ncu reports or CSV exports, e.g. [profile.ncu-rep]",
+    "torch": "give a list of PyTorch profiler traces, e.g. [trace.json.gz]",
+    "path": "give a file path or glob, relative to report.yaml",
+    "stage": "give the NVTX range's name as text",
+    "sweep": "give a list of configurations, each {label: …, params: {…}, runs: […]}",
+    "label": "give the configuration's name as text",
+    "params": "give the configuration's parameters as {name: value}",
+    "baseline": "give true or false",
+    "top_n": "give a whole number, 1 or more (how many kernels the top list keeps)",
+    "gpu": "give {peak_dram_gbps: GB/s, peak_tflops: {datatype: TFLOP/s}}",
+    "peak_dram_gbps": "give a positive, finite number of GB/s",
+    "peak_tflops": "give {datatype: TFLOP/s}, each a positive, finite number",
+    "classification": "give {rule: sol | roofline | sm_dram_margin, margin: PERCENT}",
+    "rule": "give one of sol, roofline, sm_dram_margin",
+    "margin": "give a number of percent, 0 or more",
+}
+#: Keys a version does not take that belong under its ``inputs``.
+INPUT_KINDS = ("nsys", "ncu", "torch")
+
+
 def _problems(exc: ValidationError) -> list[str]:
+    """One line per problem: the key path, then what is wrong in plain words (never pydantic's)."""
+    errors = exc.errors()
+    unknown = {tuple(e["loc"]) for e in errors if e["type"] == "extra_forbidden"}
+    meant = {loc: _meant(loc, unknown) for loc in unknown}
     lines = []
-    for error in exc.errors():
-        message = error["msg"].removeprefix("Value error, ")
-        lines.append(f"{key_path(error['loc'])}: {message}")
+    for error in errors:
+        loc, kind = tuple(error["loc"]), error["type"]
+        if kind == "missing" and loc in meant.values():
+            continue  # said with the misspelt key: "tittle: unknown key; did you mean title?"
+        hint = next((HINTS[part] for part in reversed(loc) if isinstance(part, str) and part in HINTS),
+                    "see docs/report-yaml.md")
+        if kind == "value_error":
+            message = error["msg"].removeprefix("Value error, ")
+        elif kind == "missing":
+            message = f"missing; {hint}"
+        elif kind == "extra_forbidden":
+            message = f"unknown key; did you mean {meant[loc][-1]}?" if meant[loc] else _unknown_key(loc)
+        else:
+            message = f"{hint} (got {_shown(error['input'])})"
+        lines.append(f"{key_path(loc)}: {message}")
     return lines
+
+
+def _meant(loc: tuple[str | int, ...], unknown: set[tuple[str | int, ...]]) -> tuple[str | int, ...] | None:
+    """The key path of the known key that the unknown key ``loc`` misspells, if one is close."""
+    model = _model_at(loc[:-1])
+    if model is None:
+        return None
+    given = {other[-1] for other in unknown if other[:-1] == loc[:-1]}
+    close = difflib.get_close_matches(str(loc[-1]), [k for k in model.model_fields if k not in given], n=1, cutoff=0.75)
+    return (*loc[:-1], close[0]) if close else None
+
+
+def _unknown_key(loc: tuple[str | int, ...]) -> str:
+    model = _model_at(loc[:-1])
+    known = ", ".join(model.model_fields) if model else ""
+    where = "the report" if len(loc) == 1 else key_path(loc[:-1])
+    moved = " (files go under inputs:, e.g. inputs: {ncu: [FILE]})" if loc[-1] in INPUT_KINDS else ""
+    return f"unknown key; {where} takes {known}{moved}"
+
+
+def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The schema model the key path ``loc`` leads to (list items and optional values looked through)."""
+    model: type[BaseModel] | None = ReportConfig
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        model = _model_in(field.annotation) if field else None
+    return model
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)
+
+
+def _shown(value: Any) -> str:
+    """A short rendering of the value the user wrote."""
+    text = repr(value) if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+    text = text.removesuffix("\n...").strip()
+    return text if len(text) <= 60 else text[:57] + "…"
 
 
 #: A report.yaml is a few hundred values; aliases expanding past this are a mistake or an attack.
@@ -259,6 +411,10 @@ def expanded_size(data: Any, limit: int) -> int:
 def load_report(path: str | Path) -> ReportConfig:
     """Read and validate report.yaml; InputError listing every problem (one line each)."""
     path = Path(path)
+    profile = profiler_file(path)
+    if profile:
+        raise InputError(path, f"{profile}, not a report.yaml: build it directly (python -m generator build "
+                               f"{path.name} [more files]) or list it under a version's inputs")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -270,10 +426,92 @@ def load_report(path: str | Path) -> ReportConfig:
     except ValueError as exc:  # a date such as 2026-02-30 or 20260-01-01
         raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
     if not isinstance(data, dict):
-        raise InputError(path, "expected a mapping at the top level")
+        raise InputError(path, "expected a mapping at the top level (id:, title:, versions:); see docs/report-yaml.md")
     if expanded_size(data, MAX_YAML_NODES) > MAX_YAML_NODES:
         raise InputError(path, f"more than {MAX_YAML_NODES} values once its aliases are expanded")
     try:
         return ReportConfig.model_validate(data, context={"base": path.resolve().parent})
     except ValidationError as exc:
         raise InputError(path, f"\n{path}: ".join(_problems(exc))) from None
+
+
+#: The inputs key each reader's files go under.
+INPUT_KIND = {"nsys-sqlite": "nsys", "nsys-rep": "nsys", "nsys-stats": "nsys", "ncu-rep": "ncu", "ncu-csv": "ncu",
+              "torch-trace": "torch"}
+
+
+def profiler_file(path: Path) -> str | None:
+    """"this is …" when ``path`` is a capture run or a profiler file rather than a report.yaml, else None."""
+    if path.is_dir():
+        return "this is a capture run directory" if (path / MANIFEST).is_file() else None
+    if path.suffix in (".yaml", ".yml"):
+        return None
+    reader = sniffed(path)
+    if reader is None:
+        return None
+    article = "an" if reader.description[0].lower() in "aeinou" else "a"
+    return f"this is {article} {reader.description}"
+
+
+#: Suffixes a profiler file's name ends with, left out of a title made from file names.
+PROFILE_SUFFIXES = (".xz", ".zst", ".gz", ".sqlite", ".nsys-rep", ".qdrep", ".ncu-rep", ".csv", ".json", ".txt",
+                    ".nsys", ".ncu")
+
+
+def files_report(paths: list[Path], title: str | None = None, date: datetime.date | None = None) -> ReportConfig:
+    """A one-version report over capture run directories and profiler files, with no report.yaml.
+
+    The title is ``title`` or the inputs' names; the date ``date`` or the newest run's creation day,
+    else the newest file's modification day (UTC). Paths are relative to the first input's folder.
+    """
+    base = paths[0].resolve().parent
+    runs: list[str] = []
+    inputs: dict[str, list[str]] = {}
+    for path in paths:
+        relative = glob.escape(os.path.relpath(path.resolve(), base))
+        if path.is_dir():
+            runs.append(relative)
+            continue
+        reader = sniffed(path)
+        if reader is None:
+            raise InputError(path, "not a profiler file this tool reads (see `python -m generator inspect`)")
+        inputs.setdefault(INPUT_KIND[reader.format], []).append(relative)
+    title = title or _names_title(paths)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-._")[:100] or "report"
+    data = {
+        "id": f"{slug}-report" if slug.lower() in RESERVED_IDS else slug,
+        "title": title,
+        "versions": [{"id": "v1", "title": title, "date": date or _newest_day(paths), "runs": runs,
+                      "inputs": inputs}],
+    }
+    try:
+        return ReportConfig.model_validate(data, context={"base": base})
+    except ValidationError as exc:
+        raise InputError(paths[0], "; ".join(_problems(exc))) from None
+
+
+def _names_title(paths: list[Path]) -> str:
+    """The inputs' names without profiler suffixes, joined: ``small_vlm + small_vlm_prefill``."""
+    names = []
+    for path in paths:
+        name = path.resolve().name
+        while name.endswith(PROFILE_SUFFIXES) and "." in name[1:]:
+            name = name[: name.rindex(".")]
+        names.append(name)
+    names = list(dict.fromkeys(names))
+    return " + ".join(names[:3]) + (f" + {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _newest_day(paths: list[Path]) -> datetime.date:
+    """The newest capture run's ``created`` day, else the newest file's modification day (UTC)."""
+    created = []
+    for path in (p for p in paths if p.is_dir()):
+        try:
+            stamp = json.loads((path / MANIFEST).read_text(encoding="utf-8"))["created"]
+            created.append(datetime.date.fromisoformat(str(stamp)[:10]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    if created:
+        return max(created)
+    newest = max(path.stat().st_mtime for path in paths)
+    return datetime.datetime.fromtimestamp(newest, datetime.UTC).date()

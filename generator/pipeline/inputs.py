@@ -40,7 +40,7 @@ from generator.model import (
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.readers import read
-from generator.readers.base import decompressed_copy, naming, read_from
+from generator.readers.base import decompressed_copy, naming, no_room, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
     GRAPH_COLUMNS,
@@ -194,7 +194,11 @@ class InputCache:
         if path.suffix not in COMPRESSED:
             return path
         if path not in self._plain:
-            self._plain[path] = decompressed_copy(path, Path(tempfile.mkdtemp(dir=self._tmp.name)) / path.stem)
+            try:
+                folder = Path(tempfile.mkdtemp(dir=self._tmp.name))
+            except OSError as exc:  # a full $TMPDIR
+                raise InputError(path, no_room(self._tmp.name, exc)) from None
+            self._plain[path] = decompressed_copy(path, folder / path.stem)
         return self._plain[path]
 
 
@@ -292,6 +296,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     modules: list[ModuleAttribution] = []  # kernel → module attribution of each staged nsys SQLite export
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
+    launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
+    configs: list[pd.DataFrame] = []  # their kernels' launch configurations
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
                    + [path for entry in version.inputs.ncu for path in entry.paths])
@@ -312,6 +318,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(reading.summary)
         graphs.append(reading.graphs)
         spans.append(reading.timeline)
+        launches.append(reading.launches)
+        configs.append(reading.launch_configs)
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
     for entry in version.inputs.nsys:
@@ -323,6 +331,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
                 reading = cache.stages(path, (entry.stage or ALL_STAGES,))
                 graphs.append(reading.graphs)
                 spans.append(reading.timeline)
+                launches.append(reading.launches)
+                configs.append(reading.launch_configs)
             if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(reading.instances)
                 modules.append(reading.modules)
@@ -354,7 +364,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         timeline=pd.concat(timelines, ignore_index=True) if len(timelines) == 1 else None,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
+        launches=pd.concat(launches, ignore_index=True) if launches else None,
         stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS if c not in ("device", "idle_med_ns")]),
+        launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
     )
 
 

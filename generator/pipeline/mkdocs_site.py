@@ -32,9 +32,32 @@ from generator.render.compiled_templates import COMPILED
 # (once per process). build.render_and_build imports this module before it renders a version's
 # pages: the dictionary loads meanwhile, while this process mostly waits for the chart worker
 # (generator.render.svg). A copy forked while it loads would inherit jieba's lock held by a thread
-# it does not have, so a fork waits for it.
-jieba.setLogLevel(logging.WARNING)  # its loading lines on stderr are not the build's to print
-_DICTIONARY = threading.Thread(target=jieba.initialize, name="jieba-dictionary", daemon=True)
+# it does not have, so a fork waits for it. Its prefix dictionary is cached in the build cache's
+# folder (:func:`_load_dictionary`), never in $TMPDIR.
+jieba.setLogLevel(logging.CRITICAL)  # its loading lines, and a cache it could not write, are not the build's to print
+
+
+def _load_dictionary() -> None:
+    """jieba's dictionary, loaded from (or cached into) ``jieba/`` of the build cache folder
+    (build_cache.default_root); with the cache off, built from jieba's word list, no file written."""
+    from generator.pipeline.build_cache import default_root
+
+    root = default_root()
+    if root is not None:
+        try:
+            (root / "jieba").mkdir(parents=True, exist_ok=True)
+            jieba.dt.tmp_dir = str(root / "jieba")
+            jieba.initialize()
+            return
+        except OSError:
+            pass
+    with jieba.dt.lock:
+        if not jieba.dt.initialized:
+            jieba.dt.FREQ, jieba.dt.total = jieba.dt.gen_pfdict(jieba.dt.get_dict_file())
+            jieba.dt.initialized = True
+
+
+_DICTIONARY = threading.Thread(target=_load_dictionary, name="jieba-dictionary", daemon=True)
 _DICTIONARY.start()
 os.register_at_fork(before=_DICTIONARY.join)
 

@@ -7,14 +7,14 @@ import importlib
 import pkgutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Protocol
 
 from generator.errors import InputError
 from generator.model import Dataset
-from generator.readers.inflate import decompress
+from generator.readers.inflate import chunks, decompress
 from generator.readers.validate import checked
 from generator.run_layout import COMPRESSED
 
@@ -51,9 +51,17 @@ def readers() -> tuple[Reader, ...]:
     return tuple(found)
 
 
-def head_bytes(path: Path, n: int = 4096) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(n)
+#: How much of a file's start a reader's ``sniff`` sees.
+HEAD_BYTES = 4096
+
+
+def head_bytes(path: Path, n: int = HEAD_BYTES) -> bytes:
+    """The first ``n`` bytes of ``path``; InputError naming it if it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError as exc:  # /proc/self/mem: EIO, naming no file
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def detect(path: str | Path) -> Reader:
@@ -62,7 +70,7 @@ def detect(path: str | Path) -> Reader:
     if path.is_dir():
         raise InputError(path, "is a directory, not a file")
     if not path.is_file():
-        raise InputError(path, "no such file")
+        raise InputError(path, "not a regular file (a device, pipe or socket)" if path.exists() else "no such file")
     head = head_bytes(path)
     if not head:
         raise InputError(path, "file is empty")
@@ -70,6 +78,25 @@ def detect(path: str | Path) -> Reader:
         if reader.sniff(path, head):
             return reader
     raise InputError(path, "unrecognized format (not an nsys/ncu/PyTorch profiler output we know)")
+
+
+def sniffed(path: Path) -> Reader | None:
+    """The reader that claims ``path`` (a compressed one by its decompressed start), or None; never raises."""
+    head, name = b"", path
+    try:
+        if path.suffix in COMPRESSED:
+            name = path.with_suffix("")
+            with closing(chunks(path)) as parts:
+                for part in parts:
+                    head += part
+                    if len(head) >= HEAD_BYTES:
+                        break
+            head = head[:HEAD_BYTES]
+        elif path.is_file():
+            head = head_bytes(path)
+    except (InputError, OSError):
+        return None
+    return next((reader for reader in readers() if head and reader.sniff(name, head)), None)
 
 
 def read(path: str | Path, *, stage: str | None = None) -> Dataset:
@@ -109,10 +136,19 @@ def plain_file(path: Path) -> Iterator[Path]:
         return
     if not path.is_file():
         raise InputError(path, "no such file")
-    with tempfile.TemporaryDirectory(prefix="kernel-report-") as tmp:
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="kernel-report-")
+    except OSError as exc:
+        raise InputError(path, no_room(tempfile.gettempdir(), exc)) from None
+    with folder as tmp:
         plain = decompressed_copy(path, Path(tmp) / path.stem)
         with naming(path):
             yield plain
+
+
+def no_room(folder: str | Path, exc: OSError) -> str:
+    """The problem of an input that could not be decompressed into ``folder``."""
+    return f"cannot decompress into {folder} ({exc.strerror or exc}); free space there or point TMPDIR elsewhere"
 
 
 #: sha256 of the files digested in this process, by (path, size, mtime, inode)
@@ -128,8 +164,12 @@ def _stat_key(path: Path) -> tuple[str, int, int, int]:
 
 def decompressed_copy(path: Path, plain: Path) -> Path:
     """``plain``, written with the content of ``path`` (.xz or .zst); its digest (:func:`sha256_of`) is the
-    one of ``path``, the file its provenance names (:func:`read_from`), not one of its own."""
-    decompress(path, plain)
+    one of ``path``, the file its provenance names (:func:`read_from`), not one of its own. InputError
+    naming ``path`` when ``plain`` cannot be written (a full $TMPDIR)."""
+    try:
+        decompress(path, plain)
+    except OSError as exc:
+        raise InputError(path, no_room(plain.parent, exc)) from None
     _COPIES[_stat_key(plain)] = path
     return plain
 
@@ -141,9 +181,14 @@ def sha256_of(path: Path) -> str:
     if key in _COPIES:
         return sha256_of(_COPIES[key])
     if key not in _DIGESTS:
+        if not path.is_file():  # a pipe or device would be read forever
+            raise InputError(path, "not a regular file (a device, pipe or socket)")
         digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        try:
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as exc:  # /proc/self/mem: EIO, naming no file
+            raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
         _DIGESTS[key] = digest.hexdigest()
     return _DIGESTS[key]

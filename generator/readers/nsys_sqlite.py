@@ -26,6 +26,7 @@ from generator.model import (
     ALL_STAGES,
     API_SUMMARY_COLUMNS,
     KERNEL_SUMMARY_COLUMNS,
+    LAUNCH_CONFIG_COLUMNS,
     MEMCPY_SUMMARY_COLUMNS,
     MEMSET,
     NVTX_SUMMARY_COLUMNS,
@@ -36,6 +37,7 @@ from generator.model import (
 from generator.readers.base import sha256_of
 from generator.readers.sqlite_columnar import Columnar
 from generator.readers.sqlite_file import checked_while_read
+from generator.readers.validate import bounded_name_sql
 from generator.run_layout import FIRST_OP_RANGE, MEASURED_RANGE, OP_RANGE
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -103,6 +105,15 @@ TIMELINE_COLUMNS: list[str] = [
     "instances",  # merged NVTX ranges of the stage that hold kernels (1 for ALL_STAGES)
 ]
 
+#: Every kernel launch of the stages (:func:`read_stages`): the durations comparisons decide on.
+LAUNCH_COLUMNS: list[str] = [
+    "stage",
+    "instance",  # merged NVTX range instance of the stage it was launched in (0: the whole capture)
+    "name",  # demangled kernel name
+    "start_ns",  # GPU start (the export's clock)
+    "duration_ns",  # end - start
+]
+
 _API_VERSION = re.compile(r"_v\d{4}$")  # nsys drops exactly a 6-character "_vNNNN"
 _STATS = ["count", "total_ns", "avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"]
 
@@ -113,7 +124,8 @@ class _Capture:
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self.conn = conn
-        self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        # a view serves as well as a table (an export post-processed into one)
+        self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         #: per stage read so far: {"range", "total", "first", "counted"} NVTX range instances
         self.instances: dict[str, dict[str, object]] = {}
         self._columnar: Columnar | None = None
@@ -123,13 +135,16 @@ class _Capture:
     def columns(self, table: str) -> set[str]:
         return {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
 
-    def strings(self, ids: Sequence[int]) -> dict[int, str]:
+    def strings(self, ids: Sequence[object]) -> dict[int, str]:
+        """The StringIds values of ``ids`` (bounded: validate.bounded_name) by id; an id that is missing
+        (NULL), not whole or beyond SQLite's integers names nothing."""
         found: dict[int, str] = {}
-        unique = sorted({int(i) for i in ids})
+        unique = sorted({i for i in map(string_id, ids) if i is not None})
         for at in range(0, len(unique), 500):
             chunk = unique[at:at + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(self.conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", chunk))
+            found.update(self.conn.execute(f"SELECT id, {bounded_name_sql('value')} FROM StringIds "
+                                           f"WHERE id IN ({marks})", chunk))
         return found
 
     @property
@@ -220,6 +235,15 @@ _INDEX_LIMIT = 2 ** 62  # no capture has more ranges; larger numbers would not f
 _SPEC = re.compile(r"^(?P<name>.+?)(?:/(?P<first>[1-9]\d*)(?:/(?P<count>[1-9]\d*))?)?$")
 
 
+def string_id(value: object) -> int | None:
+    """``value`` as a StringIds id: a whole number within SQLite's 64-bit integers, else None."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):  # NULL (pd.NA, NaN), text, infinity
+        return None
+    return number if -(2 ** 63) <= number < 2 ** 63 and number == value else None
+
+
 def stage_spec(stage: str) -> tuple[str, int | None, int | None]:
     """``NAME[/INDEX[/COUNT]]`` → (range name, first instance, instance count), as nsys' filter."""
     match = _SPEC.match(stage)
@@ -278,8 +302,8 @@ def _kernel_summary(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
             raise InputError(cap.path, _no_kernels(cap, stage))
     names = cap.strings([*frame["key"], *frame["aux"]])
     frame["stage"] = frame.pop("grp")
-    frame["name"] = [names.get(int(k)) for k in frame.pop("key")]
-    frame["short_name"] = [names.get(int(k)) for k in frame.pop("aux")]
+    frame["name"] = [names.get(string_id(k)) for k in frame.pop("key")]
+    frame["short_name"] = [names.get(string_id(k)) for k in frame.pop("aux")]
     frame["time_pct"] = frame["total_ns"] * 100.0 / frame.groupby("stage")["total_ns"].transform("sum")
     order = {s: i for i, s in enumerate(chosen)}
     frame = frame.sort_values(["stage", "total_ns", "name"], key=_stage_then(order), ascending=[True, False, True])
@@ -358,6 +382,25 @@ def _stage_timeline(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def _stage_launches(cap: _Capture, chosen: Sequence[str]) -> pd.DataFrame:
+    """LAUNCH_COLUMNS of every kernel launch of ``chosen``, its named stages staged; stage order,
+    then start order."""
+    rows = []
+    if ALL_STAGES in chosen:
+        rows += cap.conn.execute(q.ALL_LAUNCHES, (ALL_STAGES,)).fetchall()
+    if _named(chosen):
+        cap.launches()
+        rows += cap.conn.execute(q.STAGE_LAUNCHES).fetchall()
+    frame = pd.DataFrame(rows, columns=["stage", "instance", "name", "start_ns", "end"])
+    names = cap.strings(frame["name"].tolist())
+    frame["name"] = [names.get(int(k)) for k in frame["name"]]
+    frame["duration_ns"] = (frame.pop("end") - frame["start_ns"]).astype("int64")
+    frame = frame.astype({"instance": "int64", "start_ns": "int64"})
+    order = {s: i for i, s in enumerate(chosen)}
+    frame = frame.sort_values(["stage", "start_ns", "duration_ns", "name"], key=_stage_then(order), kind="stable")
+    return frame.reset_index(drop=True)[LAUNCH_COLUMNS]
+
+
 def _summary(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Finish an unrestricted summary: time share over all rows, sorted by total time."""
     frame["time_pct"] = frame["total_ns"] * 100.0 / frame["total_ns"].sum()
@@ -379,7 +422,7 @@ def _api_summary(cap: _Capture) -> pd.DataFrame | None:
     frame = cap.stats(q.RUNTIME_ALL, q.RUNTIME_ALL_PROJECT)
     names = cap.strings(frame["key"])
     # nsys prints API names without their ABI version suffix: cudaLaunchKernel_v7000 → cudaLaunchKernel
-    frame["name"] = [_API_VERSION.sub("", names[k]) if k in names else None for k in map(int, frame.pop("key"))]
+    frame["name"] = [_API_VERSION.sub("", names[k]) if k in names else None for k in map(string_id, frame.pop("key"))]
     return _summary(frame, API_SUMMARY_COLUMNS)
 
 
@@ -569,7 +612,7 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
             for at in range(0, len(wanted), 500):
                 chunk = wanted[at:at + 500]
                 cap.conn.execute("INSERT OR IGNORE INTO temp.wanted_names SELECT id FROM StringIds "
-                                 f"WHERE value IN ({','.join('?' * len(chunk))})", chunk)
+                                 f"WHERE {bounded_name_sql('value')} IN ({','.join('?' * len(chunk))})", chunk)
             node = "graphNodeId" in cap.columns(KERNEL_TABLE)
             rows = []
             for (stage, _, name, gx, gy, gz, bx, by, bz, smem, cfg_ns, cfg_n, ns, n, configs, inst, tid, t,
@@ -587,7 +630,7 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
         finally:
             cap.conn.execute("DROP TABLE IF EXISTS temp.wanted_names")
         names_by_id = cap.strings([r[1] for r in rows])
-    frame = pd.DataFrame([(r[0], names_by_id.get(int(r[1])), *r[2:]) for r in rows], columns=REPRESENTATIVE_COLUMNS)
+    frame = pd.DataFrame([(r[0], names_by_id.get(string_id(r[1])), *r[2:]) for r in rows], columns=REPRESENTATIVE_COLUMNS)
     return frame
 
 
@@ -647,7 +690,7 @@ def _module_kernels(cap: _Capture) -> ModuleAttribution:
         for table in ("attr_points", "attr_launches", "attr_ranges"):
             cap.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
     names = cap.strings([r[3] for r in rows])
-    frame = pd.DataFrame([(s, p, c if p is not None else None, names.get(int(n)), k, ns)
+    frame = pd.DataFrame([(s, p, c if p is not None else None, names.get(string_id(n)), k, ns)
                           for s, p, c, n, k, ns in rows], columns=MODULE_KERNEL_COLUMNS)
     frame["launches"] = frame["launches"].astype("int64")
     frame["gpu_ns"] = frame["gpu_ns"].astype("int64")
@@ -664,6 +707,8 @@ class StageReading(NamedTuple):
     module_form: str | None  # :func:`module_kernels` of the named stages (no named stage: None, None, {})
     module_kernels: pd.DataFrame | None
     module_classes: dict[str, str]
+    launches: pd.DataFrame  # :data:`LAUNCH_COLUMNS`
+    launch_configs: pd.DataFrame  # :func:`launch_configs`
 
     @property
     def modules(self) -> ModuleAttribution:
@@ -672,12 +717,24 @@ class StageReading(NamedTuple):
 
 def read_stages(path: str | Path, stages: Sequence[str]) -> StageReading:
     """:func:`kernel_summary`, :func:`stage_instances`, :func:`graph_summary`, :func:`stage_timeline`
-    and (of the named stages) :func:`module_kernels` of ``stages``, the file opened and the stages'
-    ranges and calls joined once. InputError as :func:`kernel_summary`."""
+    and (of the named stages) :func:`module_kernels` of ``stages`` and every launch (LAUNCH_COLUMNS),
+    the file opened and the stages' ranges and calls joined once. InputError as :func:`kernel_summary`."""
     chosen = _stage_list(stages)
     with _open(path, _summary_reads(chosen) | _reads(chosen, _GRAPH_TABLES, _MODULE_TABLES)) as cap, \
             _staged(cap, chosen):
         summary = _kernel_summary(cap, chosen)
         modules = _module_kernels(cap) if _named(chosen) else ModuleAttribution(None, None, {})
         return StageReading(summary, dict(cap.instances), _graph_summary(cap, chosen), _stage_timeline(cap, chosen),
-                            *modules)
+                            *modules, _stage_launches(cap, chosen), _launch_configs(cap))
+
+
+def _launch_configs(cap: _Capture) -> pd.DataFrame:
+    """Each kernel's distinct launch configurations in the whole capture (LAUNCH_CONFIG_COLUMNS)."""
+    registers = "registersPerThread" if "registersPerThread" in cap.columns(KERNEL_TABLE) else "NULL"
+    rows = cap.conn.execute(f"SELECT DISTINCT demangledName, gridX, gridY, gridZ, blockX, blockY, blockZ, {registers} "
+                            f"FROM {KERNEL_TABLE}").fetchall()
+    names = cap.strings([r[0] for r in rows])
+    frame = pd.DataFrame([(names.get(int(r[0])), f"({r[1]}, {r[2]}, {r[3]})", f"({r[4]}, {r[5]}, {r[6]})", r[7])
+                          for r in rows], columns=LAUNCH_CONFIG_COLUMNS)
+    frame["registers_per_thread"] = frame["registers_per_thread"].astype(float)
+    return frame.sort_values(LAUNCH_CONFIG_COLUMNS, ignore_index=True)

@@ -98,14 +98,17 @@ def _field(head: str, unknown: list[str]) -> tuple[str, float] | None:
     return base, _TIME_SCALE[unit or "ns"]
 
 
+#: A number as nsys prints one (thousands commas removed first): digits, a point, an exponent.
+_DECIMAL = re.compile(r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
+
+
 def _number(path: Path, line: int, column: str, cell: str) -> float:
     text = cell.strip().replace(",", "")
     if text.lower() in _MISSING:
         return math.nan
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(path, f"line {line}: {column} {cell.strip()!r} is not a number") from None
+    if not _DECIMAL.fullmatch(text):  # float() also takes "1_000" and " 1e3"; inf is refused below
+        raise InputError(path, f"line {line}: {column} {cell.strip()[:40]!r} is not a number")
+    value = float(text)
     if not 0 <= value <= LIMIT:  # also NaN and inf written as numbers
         raise InputError(path, f"line {line}: {column} {cell.strip()!r} is not a number from 0 to {LIMIT:.3g}")
     return value
@@ -133,6 +136,8 @@ def _frame(path: Path, table: _Table) -> tuple[str, pd.DataFrame]:
             or len(used) != len(names)):
         columns = ", ".join(h.strip() for h in table.header)
         raise InputError(path, f"unknown nsys stats layout: columns {columns}")
+    if not table.rows:
+        raise InputError(path, f"the {kind} table has a header but no rows")
     data: dict[str, list] = {name: [] for name in used}
     for line, cells in table.rows:
         if len(cells) != len(table.header):

@@ -136,15 +136,20 @@ def _split(path: Path, events: list[Any]) -> dict[str, pd.DataFrame]:
 
 
 def _ns(path: Path, value: Any, field: str) -> int:
-    """A Kineto µs value (int, or float kept as text) → integer ns."""
+    """A Kineto µs value (int, or float kept as text) → integer ns (within int64)."""
+    ns = None
     if isinstance(value, int) and not isinstance(value, bool):
-        return value * 1000
-    if isinstance(value, str):
+        ns = value * 1000
+    elif isinstance(value, str):
         try:
-            return int((Decimal(value) * 1000).to_integral_value())
-        except InvalidOperation:
+            ns = int((Decimal(value) * 1000).to_integral_value())
+        except (InvalidOperation, ValueError, OverflowError):  # not a number, NaN, Infinity
             pass
-    raise InputError(path, f"event with a missing or non-numeric {field!r}: {value!r}")
+    if ns is None:
+        raise InputError(path, f"event with a missing or non-numeric {field!r}: {str(value)[:40]!r}")
+    if abs(ns) >= 2 ** 63:
+        raise InputError(path, f"event with {field!r} {str(value)[:40]} µs, beyond 64-bit nanoseconds")
+    return ns
 
 
 def _stage_mask(path: Path, events: dict[str, pd.DataFrame], stage: str) -> pd.Series:

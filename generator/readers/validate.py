@@ -1,9 +1,11 @@
 """What every reader hands on, checked at the reader boundary: numbers finite, non-negative and in
-range, names present and free of control characters (cleaned), first bad row named in one line."""
+range, names present, free of control characters (cleaned) and at most :data:`NAME_LIMIT` characters
+(:func:`bounded_name`), first bad row named in one line."""
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -27,6 +29,28 @@ TABLES: dict[str, tuple[str, str, list[str], list[str]]] = {
 }
 #: Columns whose values are whole numbers (counts and ids).
 WHOLE = {"count", "launch_id"}
+#: Longest name kept whole (characters; real C++ kernel names reach a few thousand): a longer one is
+#: cut there and marked (:func:`bounded_name`), so a 100 MB name costs what 64 K characters cost.
+NAME_LIMIT = 1 << 16
+
+
+_MARK = re.compile(r"…\[\+\d+ characters\]")
+
+
+def bounded_name(name: object) -> object:
+    """``name`` cut to :data:`NAME_LIMIT` characters and marked ``…[+N characters]`` when longer (as
+    :func:`bounded_name_sql` does inside SQLite; a name cut already stays as it is); anything else as
+    it is."""
+    if isinstance(name, str) and len(name) > NAME_LIMIT and not _MARK.fullmatch(name, NAME_LIMIT):
+        return f"{name[:NAME_LIMIT]}…[+{len(name) - NAME_LIMIT} characters]"
+    return name
+
+
+def bounded_name_sql(column: str) -> str:
+    """An SQLite expression giving :func:`bounded_name` of the text ``column`` (the long value never
+    leaves SQLite)."""
+    return (f"CASE WHEN length({column}) > {NAME_LIMIT} THEN substr({column}, 1, {NAME_LIMIT}) || '…[+' || "
+            f"(length({column}) - {NAME_LIMIT}) || ' characters]' ELSE {column} END")
 
 
 def checked(dataset: Dataset) -> Dataset:
@@ -36,6 +60,8 @@ def checked(dataset: Dataset) -> Dataset:
         frame = getattr(dataset, attr)
         if frame is None:
             continue
+        if key in frame.columns:
+            frame[key] = frame[key].map(bounded_name)
         frame = clean_frame(frame)
         _check_names(path, what, frame, key)
         for column in non_negative:

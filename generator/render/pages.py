@@ -17,7 +17,9 @@ import pandas as pd
 
 from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
+from generator.analyses.launch_stats import MIN_LAUNCHES
 from generator.analyses.modules import OUTSIDE
+from generator.analyses.projection import KEEP_PCT
 from generator.analyses.result import Finding, VersionResult
 from generator.analyses.setup import SOFTWARE, setup_facts, workload_setup
 from generator.analyses.stage_decomposition import LIMITERS
@@ -52,9 +54,10 @@ from generator.render.svg import SvgBatch, svg_batch
 from generator.render.translations import load_words, translator
 from generator.resources import TEMPLATES
 
-#: Page file stems in navigation order; "comparison" only exists when there is a previous version.
+#: Page file stems in navigation order; "comparison" only exists when there is a previous version,
+#: "what-if" only when report.yaml lists chips to project onto (and the version has nsys and ncu data).
 PAGES: tuple[str, ...] = ("index", "top-kernels", "modules", "classification", "durations", "histograms",
-                          "roofline", "findings", "comparison", "appendix", "downloads")
+                          "roofline", "what-if", "findings", "comparison", "appendix", "downloads")
 #: Follows "index" when the version declares a sweep (``result.sweep``).
 SWEEP_PAGE = "sweep"
 SHA_PREFIX = 12
@@ -68,15 +71,15 @@ CHANGE_ROWS_MAX = 15
 TABLE_ROW = re.compile(r"^\|(?: *:?-+:? *\|)+ *$", re.MULTILINE)
 
 
-def _ordered_pages(comparison: bool, sweep: bool) -> list[str]:
-    """Page stems in navigation order: the comparison page and the sweep page where there are ones."""
-    pages = [p for p in PAGES if p != "comparison" or comparison]
+def _ordered_pages(comparison: bool, sweep: bool, what_if: bool = False) -> list[str]:
+    """Page stems in navigation order: the comparison, what-if and sweep pages where there are ones."""
+    pages = [p for p in PAGES if (p != "comparison" or comparison) and (p != "what-if" or what_if)]
     return pages[:1] + [SWEEP_PAGE] + pages[1:] if sweep else pages
 
 
 def page_names(result: VersionResult) -> list[str]:
     """The version's page stems in navigation order."""
-    return _ordered_pages(bool(result.comparison), result.sweep is not None)
+    return _ordered_pages(bool(result.comparison), result.sweep is not None, bool(result.values.get("what_if")))
 
 
 def latest_page_names(meta: ReportMeta) -> list[str]:
@@ -285,8 +288,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
                                               stage_name, cls, unit),
         "whole_graph_rows": whole_graph_rows,
         "gpu_sentence": gpu_change_text(result.gpu_change, t, numbers),
-        "speed": {"kernel_threshold": sc.KERNEL_THRESHOLD_PCT, "kernel_noise": sc.KERNEL_NOISE_PCT,
-                  "span_threshold": sc.SPAN_THRESHOLD_PCT, "span_noise": sc.SPAN_NOISE_PCT},
+        "speed": {"tick": result.values.get("timer_tick") or 0, "min_launches": MIN_LAUNCHES},
         "list_max": CHANGE_ROWS_MAX,
         "movers_max": sc.MOVERS,
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
@@ -306,6 +308,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "data_files": (DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.sweep is not None else ())
                        + published_files(result)),
         "pages": page_names(result),
+        "keep_pct": KEEP_PCT,
     }
 
 

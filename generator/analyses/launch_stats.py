@@ -1,0 +1,163 @@
+"""Did a kernel or a stage get faster? The statistics: nsys durations of every launch, a bootstrap
+interval of the change, and a noise band measured inside each capture.
+
+A change is a ratio (current / previous): of the median launch durations for one kernel, of the
+summed launch durations for a stage's kernel time, of the median instance span for a stage's span.
+Its 95 % interval comes from a seeded bootstrap (scipy.stats.bootstrap for medians; a bootstrap
+stratified by kernel for sums), so the same inputs give the same numbers. The noise band is what
+the capture itself shows without any change: the later half of the launches against the earlier
+half (of each kernel, in start order), in either capture, and at least one timer tick. A verdict is
+"slower" or "faster" only when the whole interval lies outside the band, "unchanged" otherwise, and
+"not enough launches" below MIN_LAUNCHES on either side.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+#: fewer launches (or stage instances) than this on either side: no verdict
+MIN_LAUNCHES = 5
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+SEED = 0
+#: at most this many runs of consecutive launches measure a kernel's drift within a capture
+BLOCKS = 8
+SLOWER, FASTER, UNCHANGED, TOO_FEW = "slower", "faster", "unchanged", "not enough launches"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One verdict and the numbers it rests on (ratio = current / previous)."""
+
+    previous: float  # the statistic of the previous capture (ns)
+    current: float
+    ratio: float
+    low: float  # the CONFIDENCE interval of the ratio
+    high: float
+    noise: float  # half-width of the noise band around 1 (0.02: 0.98 … 1.02)
+    verdict: str
+
+    @property
+    def rel_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rel_pct": self.rel_pct}
+
+
+NAN = float("nan")
+
+
+def verdict(low: float, high: float, noise: float, enough: bool) -> str:
+    """"slower" / "faster" when the interval [low, high] lies wholly outside 1 ± noise."""
+    if not enough or math.isnan(low) or math.isnan(high):
+        return TOO_FEW
+    return SLOWER if low > 1.0 + noise else FASTER if high < 1.0 - noise else UNCHANGED
+
+
+def _median_ratio(before: np.ndarray, after: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(after, axis=axis) / np.median(before, axis=axis)
+
+
+def median_ratio_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """CONFIDENCE percentile-bootstrap interval of median(after) / median(before), seeded."""
+    if np.all(before == before[0]) and np.all(after == after[0]):
+        ratio = float(after[0] / before[0])
+        return ratio, ratio
+    result = stats.bootstrap((before, after), _median_ratio, n_resamples=RESAMPLES, confidence_level=CONFIDENCE,
+                             method="percentile", vectorized=True, rng=np.random.default_rng(SEED))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def drift_noise(durations: np.ndarray) -> float:
+    """How far the median of a run of consecutive launches strays within one capture: the launches in
+    start order cut into up to BLOCKS runs of at least MIN_LAUNCHES (two halves at the least), the
+    largest |run median / median − 1| (0 below two launches)."""
+    if len(durations) < 2:
+        return 0.0
+    blocks = max(2, min(BLOCKS, len(durations) // MIN_LAUNCHES))
+    middle = float(np.median(durations))
+    return max(abs(float(np.median(run)) / middle - 1.0) for run in np.array_split(durations, blocks)) if middle else 0.0
+
+
+def spread_noise(durations: np.ndarray) -> float:
+    """How much single launches vary: half the interquartile range over the median (0 below two)."""
+    if len(durations) < 2:
+        return 0.0
+    low, middle, high = np.percentile(durations, [25, 50, 75])
+    return float(high - low) / 2.0 / float(middle) if middle else 0.0
+
+
+def timer_tick(durations: np.ndarray) -> float:
+    """The timer's step: the most frequent step between neighbouring distinct launch durations of a
+    capture (ns; 1 when there is none)."""
+    steps = np.diff(np.unique(durations)).astype(np.int64)
+    if not len(steps):
+        return 1.0
+    values, counts = np.unique(steps, return_counts=True)
+    return float(values[np.argmax(counts)])
+
+
+def median_change(before: np.ndarray, after: np.ndarray, tick: float) -> Change:
+    """The change of a median: of one kernel's launch durations, or of a stage's span per NVTX range
+    instance (values in start order, ns)."""
+    enough = len(before) >= MIN_LAUNCHES and len(after) >= MIN_LAUNCHES
+    if not len(before) or not len(after):
+        return Change(NAN, NAN, NAN, NAN, NAN, NAN, TOO_FEW)
+    prev, cur = float(np.median(before)), float(np.median(after))
+    ratio = cur / prev
+    noise = max(drift_noise(before), drift_noise(after), spread_noise(before), spread_noise(after)) \
+        + tick / min(prev, cur)
+    low, high = median_ratio_interval(before, after) if enough else (NAN, NAN)
+    return Change(prev, cur, ratio, low, high, noise, verdict(low, high, noise, enough))
+
+
+def _stratified_totals(groups: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """RESAMPLES bootstrap sums of all launches, each kernel's launches resampled among themselves."""
+    totals = np.zeros(RESAMPLES)
+    for durations in groups:
+        if len(durations) == 1 or np.all(durations == durations[0]):
+            totals += durations.sum()
+            continue
+        picks = rng.integers(0, len(durations), size=(RESAMPLES, len(durations)))
+        totals += durations[picks].sum(axis=1)
+    return totals
+
+
+def _halves_total_noise(groups: list[np.ndarray]) -> float:
+    """|later-half / earlier-half − 1| of a stage's kernel time: each kernel's launch count times the
+    mean of its later (earlier) half of launches, summed."""
+    early = late = 0.0
+    for durations in groups:
+        if len(durations) < 2:
+            continue
+        middle = len(durations) // 2
+        early += len(durations) * float(durations[:middle].mean())
+        late += len(durations) * float(durations[len(durations) - middle:].mean())
+    return abs(late / early - 1.0) if early else 0.0
+
+
+def total_change(before: list[np.ndarray], after: list[np.ndarray], tick: float) -> Change:
+    """The change of a stage's kernel time (the sum of its launches; one array per kernel, start
+    order). Enough launches: kernels with MIN_LAUNCHES or more hold at least half the time, both sides."""
+    prev = float(sum(d.sum() for d in before))
+    cur = float(sum(d.sum() for d in after))
+    if not prev or not cur:
+        return Change(prev, cur, NAN, NAN, NAN, NAN, TOO_FEW)
+
+    def counted(groups: list[np.ndarray], total: float) -> bool:
+        return sum(d.sum() for d in groups if len(d) >= MIN_LAUNCHES) * 2 >= total
+
+    enough = counted(before, prev) and counted(after, cur)
+    noise = max(_halves_total_noise(before), _halves_total_noise(after)) + tick / min(prev, cur)
+    low = high = NAN
+    if enough:
+        rng = np.random.default_rng(SEED)
+        ratios = _stratified_totals(after, rng) / _stratified_totals(before, rng)
+        tail = (1.0 - CONFIDENCE) / 2 * 100
+        low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
+    return Change(prev, cur, cur / prev, low, high, noise, verdict(low, high, noise, enough))

@@ -1,0 +1,559 @@
+"""What the measured workload would take on another chip: each profiled launch's physical floor
+moved to the target chip, its measured excess over the floor carried along (docs/projection.md).
+
+Per profiled launch (ncu), on the captured GPU at the rates ncu states for that launch:
+``tensor = executed tensor FLOP / tensor peak of its datapath``, ``cuda = executed FP32 (FP16)
+FLOP / FP32 (FP16) peak``, ``dram = DRAM bytes / DRAM peak``, ``launch`` = the chip's shortest
+kernel; ``floor = max(tensor, cuda, dram, launch)``. The FLOP are what ncu counted as executed:
+these captures record no operator shapes, so useful FLOP are not known (docs/projection.md).
+On the target each term is scaled by the captured chip's figure over the target's (the same kind
+of figure on both sides: datasheet against datasheet), the DRAM term read at the target's L2
+bandwidth when the launch's DRAM traffic fits the target's L2 and not the captured chip's.
+
+Two ways to carry the measured time over (both computed; ``MODEL`` is the one the figures use):
+``excess`` (time − floor is latency, tails and synchronisation, kept as measured:
+``t' = floor' + (t − floor)``) and ``efficiency`` (the launch keeps its fraction of the floor:
+``t' = t × floor' / floor``). A kernel's nsys time in its stage is scaled by its launches' ratio
+``Σt' / Σt``; kernels ncu did not profile by their stage's profiled ratio. Host gaps (GPU idle
+inside the stage) are a harness fact and are reported apart, never scaled.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from generator.analyses.kernel_match import match_kernels
+from generator.analyses.registry import Analysis
+from generator.analyses.settings import AnalysisSettings
+from generator.model import ALL_STAGES, GpuInfo, VersionInputs
+
+#: chip figures: key → (unit, what it is); every chip file gives these (power_w and tf32 optional)
+FIGURES: dict[str, str] = {
+    "sm_count": "SMs (or cores)",
+    "sm_clock_mhz": "max SM clock, MHz",
+    "dram_gb": "DRAM size, GB",
+    "dram_bandwidth_gbps": "DRAM bandwidth, GB/s",
+    "l2_mb": "L2 size, MB",
+    "l2_bandwidth_gbps": "L2 bandwidth, GB/s",
+    "link_gbps": "chip-to-chip link bandwidth, GB/s",
+    "launch_latency_us": "shortest kernel (launch latency), µs",
+    "tensor_bf16_tflops": "dense BF16 tensor peak, TFLOP/s",
+    "tensor_fp16_tflops": "dense FP16 tensor peak, TFLOP/s",
+    "tensor_fp8_tflops": "dense FP8 tensor peak, TFLOP/s",
+    "tensor_tf32_tflops": "dense TF32 tensor peak, TFLOP/s",
+    "fp32_tflops": "FP32 (CUDA core) peak, TFLOP/s",
+    "power_w": "board power, W",
+}
+OPTIONAL_FIGURES = ("tensor_tf32_tflops", "power_w")
+TENSOR_FIGURES = ("tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_fp8_tflops", "tensor_tf32_tflops")
+
+MODELS = ("excess", "efficiency")
+#: the model the projected figures use (docs/projection.md says why: ncu's busy fractions)
+MODEL = "excess"
+
+#: parameters the sensitivity and the smallest-chip search move: name → the figures it scales
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "dram_bandwidth": ("dram_bandwidth_gbps",),
+    "tensor_peak": TENSOR_FIGURES,
+    "l2_size": ("l2_mb",),
+    "launch_latency": ("launch_latency_us",),
+}
+#: sensitivity: (parameter, factor)
+SENSITIVITY: tuple[tuple[str, float], ...] = (
+    ("dram_bandwidth", 0.5), ("dram_bandwidth", 2.0), ("tensor_peak", 0.5), ("tensor_peak", 2.0),
+    ("l2_size", 4.0), ("launch_latency", 0.5),
+)
+#: a stage "keeps" the captured GPU's time within this much (percent)
+KEEP_PCT = 10.0
+#: factors tried for the smallest chip, largest first
+SHRINK = tuple(round(1.0 - 0.05 * i, 2) for i in range(20))
+#: stages with less kernel time than this have no stage-level validation verdict (ns)
+VALIDATED_STAGE_NS = 1e6
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One chip figure, where it comes from, and how uncertain it is (percent, either way)."""
+
+    value: float
+    source: str
+    estimate: bool = False
+    uncertainty_pct: float = 0.0
+
+
+@dataclass(frozen=True)
+class Chip:
+    """A chip as data: ``key`` (file stem), display ``name``, the GPU names it describes."""
+
+    key: str
+    name: str
+    figures: dict[str, Figure]
+    gpu_names: tuple[str, ...] = ()
+
+    def get(self, key: str) -> float:
+        """The figure's value; NaN when the chip does not state it."""
+        figure = self.figures.get(key)
+        return figure.value if figure is not None else math.nan
+
+    def scaled(self, keys: Iterable[str], factor: float) -> Chip:
+        """This chip with ``keys`` multiplied by ``factor`` (sensitivity)."""
+        figures = dict(self.figures)
+        for key in keys:
+            if key in figures:
+                figures[key] = replace(figures[key], value=figures[key].value * factor)
+        return replace(self, figures=figures)
+
+    def bounded(self, faster: bool) -> Chip:
+        """Every uncertain figure at the end of its range that makes the chip faster (or slower)."""
+        figures = {}
+        for key, fig in self.figures.items():
+            up = 1.0 + fig.uncertainty_pct / 100.0
+            down = max(1.0 - fig.uncertainty_pct / 100.0, 0.01)
+            better = down if key == "launch_latency_us" else up
+            worse = up if key == "launch_latency_us" else down
+            figures[key] = replace(fig, value=fig.value * (better if faster else worse))
+        return replace(self, figures=figures)
+
+
+def captured_chip(gpu: GpuInfo | None, metrics: pd.DataFrame, summary: pd.DataFrame) -> Chip:
+    """The captured GPU from its own attributes: ncu's device peaks (the largest any launch ran at),
+    the driver's SM count, clock and memory, and the shortest kernel nsys timed; L2 and link are
+    not in the capture (left out)."""
+    source = "the capture's ncu device attributes"
+
+    def peak(column: str, scale: float) -> Figure | None:
+        values = pd.to_numeric(metrics.get(column, pd.Series(dtype=float)), errors="coerce").dropna()
+        return Figure(float(values.max()) / scale, f"{source} ({column}, largest)") if len(values) else None
+
+    figures: dict[str, Figure | None] = {
+        "dram_bandwidth_gbps": peak("peak_dram_bytes_per_s", 1e9),
+        "fp32_tflops": peak("peak_fp32_flop_per_s", 1e12),
+        "launch_latency_us": Figure(float(summary["min_ns"].min()) / 1e3, "the capture's shortest kernel (nsys)")
+        if len(summary) else None,
+    }
+    tensor = peak("peak_tensor_flop_per_s", 1e12)
+    for key in ("tensor_bf16_tflops", "tensor_fp16_tflops"):
+        figures[key] = tensor
+    if gpu is not None:
+        driver = "the capture's GPU attributes (driver)"
+        if gpu.sm_count:
+            figures["sm_count"] = Figure(float(gpu.sm_count), driver)
+        if gpu.sm_clock_hz:
+            figures["sm_clock_mhz"] = Figure(gpu.sm_clock_hz / 1e6, driver)
+        if gpu.memory_bytes:
+            figures["dram_gb"] = Figure(gpu.memory_bytes / 1e9, driver)
+    name = gpu.name if gpu is not None and gpu.name else "captured GPU"
+    return Chip("captured", name, {k: v for k, v in figures.items() if v is not None},
+                (name,) if gpu is not None and gpu.name else ())
+
+
+def reference_chip(gpu: GpuInfo | None, chips: Iterable[Chip], captured: Chip) -> Chip:
+    """The chip file describing the captured GPU (its name among a file's ``gpu_names``), else the
+    chip read from the capture itself: the basis every target figure is compared with."""
+    name = gpu.name if gpu is not None else None
+    return next((chip for chip in chips if name and name in chip.gpu_names), captured)
+
+
+#: ncu datapath text (metric_table.TENSOR_DATAPATHS) → the chip figure of its peak
+_DATAPATH_FIGURE = (("bf16", "tensor_bf16_tflops"), ("fp16", "tensor_fp16_tflops"),
+                    ("fp8", "tensor_fp8_tflops"), ("tf32", "tensor_tf32_tflops"))
+
+
+def _datapath_figure(text: object) -> str:
+    """The figure of a launch's main tensor datapath ("bf16→fp32" → tensor_bf16_tflops)."""
+    first = text.split("+")[0] if isinstance(text, str) else ""
+    return next((fig for word, fig in _DATAPATH_FIGURE if first.startswith(word)), "tensor_bf16_tflops")
+
+
+def _num(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if column not in frame:
+        return np.zeros(len(frame))
+    return pd.to_numeric(frame[column], errors="coerce").fillna(0.0).to_numpy(dtype=float)
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b, 1 where either is unknown (the term is then not moved)."""
+    return a / b if a == a and b == b and b > 0 else 1.0
+
+
+TERMS = ("tensor", "cuda", "dram", "launch")
+
+
+def launch_terms(metrics: pd.DataFrame, source: Chip) -> pd.DataFrame:
+    """Per profiled launch on the captured GPU: duration_ns and each floor term (ns), the floor,
+    the tensor datapath figure, and the DRAM bytes with their upper bound of L2 traffic."""
+    duration = _num(metrics, "duration_ns")
+
+    def over(work: str, peak: str) -> np.ndarray:
+        rate = _num(metrics, peak)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(rate > 0, _num(metrics, work) / rate * 1e9, 0.0)
+
+    terms = pd.DataFrame({
+        "stage": metrics["stage"].to_numpy(),
+        "summary_name": metrics["summary_name"].to_numpy() if "summary_name" in metrics else None,
+        "duration_ns": duration,
+        "tensor": over("flop_tensor", "peak_tensor_flop_per_s"),
+        "cuda": np.maximum(over("flop_fp32", "peak_fp32_flop_per_s"), over("flop_fp16", "peak_fp16_flop_per_s")),
+        "dram": over("dram_bytes", "peak_dram_bytes_per_s"),
+        "launch": np.full(len(metrics), source.get("launch_latency_us") * 1e3),
+        "datapath": [_datapath_figure(t) for t in metrics.get("tensor_datapath", [None] * len(metrics))],
+        "dram_bytes": _num(metrics, "dram_bytes"),
+        # ncu measured what the floor needs: the DRAM bytes and the peak they are read against
+        "counted": (pd.to_numeric(metrics.get("dram_bytes"), errors="coerce").notna()
+                    & pd.to_numeric(metrics.get("peak_dram_bytes_per_s"), errors="coerce").notna()).to_numpy()
+        if "dram_bytes" in metrics and "peak_dram_bytes_per_s" in metrics else np.zeros(len(metrics), dtype=bool),
+    }, index=metrics.index)
+    terms["launch"] = terms["launch"].fillna(0.0)
+    terms["floor"] = terms[list(TERMS)].max(axis=1)
+    return terms
+
+
+def moved_terms(terms: pd.DataFrame, source: Chip, target: Chip) -> pd.DataFrame:
+    """Each floor term on the target (ns), and the target floor."""
+    moved = pd.DataFrame(index=terms.index)
+    moved["tensor"] = terms["tensor"] * [_ratio(source.get(f), target.get(f)) for f in terms["datapath"]]
+    moved["cuda"] = terms["cuda"] * _ratio(source.get("fp32_tflops"), target.get("fp32_tflops"))
+    dram = terms["dram"] * _ratio(source.get("dram_bandwidth_gbps"), target.get("dram_bandwidth_gbps"))
+    l2_src, l2_tgt = source.get("l2_mb") * 1e6, target.get("l2_mb") * 1e6
+    fits = (terms["dram_bytes"] <= l2_tgt) & ~(terms["dram_bytes"] <= l2_src) & (terms["dram_bytes"] > 0)
+    from_l2 = terms["dram_bytes"] / (target.get("l2_bandwidth_gbps") * 1e9) * 1e9
+    moved["dram"] = dram.where(~fits | from_l2.isna(), from_l2)
+    moved["launch"] = terms["launch"] * _ratio(target.get("launch_latency_us"), source.get("launch_latency_us"))
+    moved["floor"] = moved[list(TERMS)].max(axis=1)
+    return moved
+
+
+def project_launches(terms: pd.DataFrame, source: Chip, target: Chip, model: str = MODEL) -> pd.Series:
+    """Each profiled launch's time on ``target`` (ns) by ``model``."""
+    floor = moved_terms(terms, source, target)["floor"]
+    measured, floor_src = terms["duration_ns"], terms["floor"]
+    if model == "excess":
+        return floor + (measured - floor_src)
+    ratio = (floor / floor_src).where(floor_src > 0, 1.0)
+    return measured * ratio
+
+
+def bound_term(terms: pd.DataFrame, source: Chip, target: Chip) -> pd.Series:
+    """Which floor term binds each launch on the target."""
+    moved = moved_terms(terms, source, target)
+    return moved[list(TERMS)].idxmax(axis=1)
+
+
+@dataclass
+class Projection:
+    """``stages``: STAGE_COLUMNS; ``kernels``: KERNEL_COLUMNS (every nsys kernel of each stage)."""
+
+    source: Chip
+    target: Chip
+    model: str
+    stages: pd.DataFrame
+    kernels: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+STAGE_COLUMNS = ["stage", "measured_ns", "projected_ns", "low_ns", "high_ns", "profiled_pct",
+                 "host_gap_ns", "projected_with_gaps_ns"]
+KERNEL_COLUMNS = ["stage", "name", "launches", "measured_ns", "projected_ns", "low_ns", "high_ns", "ratio",
+                  "profiled", "bound"]
+
+
+def _kernel_ratios(terms: pd.DataFrame, source: Chip, target: Chip, ranges: bool = True) -> pd.DataFrame:
+    """Per (stage, nsys kernel) the ratio Σt'/Σt of its profiled launches: point, low and high
+    (the point again without ``ranges``)."""
+    frame = terms[terms["summary_name"].notna() & terms["counted"]].copy()
+    frame["point"] = project_launches(frame, source, target, MODEL)
+    if ranges:
+        fast, slow = target.bounded(True), target.bounded(False)
+        ends = pd.concat([project_launches(frame, source, chip, model) for chip in (fast, slow)
+                          for model in MODELS], axis=1)
+        frame["low"], frame["high"] = ends.min(axis=1), ends.max(axis=1)
+        frame["bound"] = bound_term(frame, source, target)
+    else:
+        frame["low"], frame["high"], frame["bound"] = frame["point"], frame["point"], None
+    grouped = frame.groupby(["stage", "summary_name"], sort=False)
+    sums = grouped[["duration_ns", "point", "low", "high"]].sum()
+    out = sums[["point", "low", "high"]].div(sums["duration_ns"], axis=0)
+    out["bound"] = grouped["bound"].first() if not ranges else grouped["bound"].agg(lambda s: s.mode().iat[0])
+    return out
+
+
+def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, stages: list[str],
+            source: Chip, target: Chip, ranges: bool = True) -> Projection:
+    """The projection of a version (its nsys kernel summary, its ncu launches joined to it —
+    analyses.join.attach_stage_time —, its stage spans) onto ``target``, ``source`` being the basis
+    of the captured GPU (reference_chip); ``ranges=False`` skips the low–high ends."""
+    terms = launch_terms(metrics, source)
+    ratios = _kernel_ratios(terms, source, target, ranges)
+    kernel_rows, stage_rows, notes = [], [], []
+    gaps = spans.set_index("stage")["idle_ns"] if len(spans) and "idle_ns" in spans else pd.Series(dtype=float)
+    for stage in stages:
+        rows = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True])
+        known = [(name, ns) for name, ns in zip(rows["name"], rows["total_ns"]) if (stage, name) in ratios.index]
+        measured_known = sum(ns for _, ns in known)
+        mix = {col: (sum(ns * ratios.at[(stage, name), col] for name, ns in known) / measured_known
+                     if measured_known else math.nan) for col in ("point", "low", "high")}
+        if not measured_known and len(rows):
+            notes.append(f"stage {stage}: no launch profiled with DRAM bytes and peaks, not projected")
+        for row in rows.itertuples(index=False):
+            hit = (stage, row.name) in ratios.index
+            r = ratios.loc[(stage, row.name)] if hit else mix
+            kernel_rows.append({
+                "stage": stage, "name": row.name, "launches": int(row.count), "measured_ns": float(row.total_ns),
+                "projected_ns": row.total_ns * r["point"], "low_ns": row.total_ns * r["low"],
+                "high_ns": row.total_ns * r["high"], "ratio": float(r["point"]), "profiled": hit,
+                "bound": r["bound"] if hit else None})
+        stage_kernels = [k for k in kernel_rows if k["stage"] == stage]
+        measured = float(rows["total_ns"].sum())
+        projected = float(sum(k["projected_ns"] for k in stage_kernels))
+        gap = float(gaps.get(stage, math.nan))
+        stage_rows.append({
+            "stage": stage, "measured_ns": measured, "projected_ns": projected,
+            "low_ns": float(sum(k["low_ns"] for k in stage_kernels)),
+            "high_ns": float(sum(k["high_ns"] for k in stage_kernels)),
+            "profiled_pct": measured_known * 100.0 / measured if measured else math.nan,
+            "host_gap_ns": gap, "projected_with_gaps_ns": projected + gap})
+    return Projection(source, target, MODEL, pd.DataFrame(stage_rows, columns=STAGE_COLUMNS),
+                      pd.DataFrame(kernel_rows, columns=KERNEL_COLUMNS), notes)
+
+
+def stage_times(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str], source: Chip,
+                target: Chip) -> dict[str, float]:
+    """Projected kernel time per stage (ns) only: what the sensitivity sweeps call many times."""
+    projection = project(summary, metrics, pd.DataFrame(), stages, source, target, ranges=False)
+    return dict(zip(projection.stages["stage"], projection.stages["projected_ns"]))
+
+
+SENSITIVITY_COLUMNS = ["stage", "parameter", "factor", "projected_ns", "change_pct"]
+
+
+def sensitivity(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str], source: Chip,
+                base: Chip) -> pd.DataFrame:
+    """Per stage and SENSITIVITY variant of ``base``: the projected kernel time and its change
+    from ``base``'s projection (percent)."""
+    reference = stage_times(summary, metrics, stages, source, base)
+    rows = []
+    for parameter, factor in SENSITIVITY:
+        times = stage_times(summary, metrics, stages, source, base.scaled(PARAMETERS[parameter], factor))
+        for stage in stages:
+            ref = reference[stage]
+            rows.append({"stage": stage, "parameter": parameter, "factor": factor, "projected_ns": times[stage],
+                         "change_pct": (times[stage] - ref) * 100.0 / ref if ref else math.nan})
+    return pd.DataFrame(rows, columns=SENSITIVITY_COLUMNS)
+
+
+def top_parameters(table: pd.DataFrame, stage: str, count: int = 2) -> list[tuple[str, float]]:
+    """The ``count`` parameters whose variants move ``stage`` most: (parameter, largest |change| %)."""
+    rows = table[table["stage"] == stage]
+    moves = {}
+    for name in PARAMETERS:
+        changes = rows.loc[rows["parameter"] == name, "change_pct"].abs()
+        if len(changes) and changes.notna().any():
+            moves[name] = float(changes.max())
+    return sorted(moves.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
+
+
+def smallest_chip(summary: pd.DataFrame, metrics: pd.DataFrame, stage: str, source: Chip, base: Chip,
+                  parameters: list[str]) -> dict[str, float | None]:
+    """Per parameter (and ``"together"``: all of them at once), the smallest SHRINK factor ``f``
+    that keeps ``stage`` within KEEP_PCT of the captured GPU's measured time, rates (bandwidth, peaks,
+    L2 size) scaled by ``f`` and launch latency by ``1/f``; None when even ``f`` = 1 does not."""
+    measured = float(summary.loc[summary["stage"] == stage, "total_ns"].sum())
+    limit = measured * (1.0 + KEEP_PCT / 100.0)
+    groups = {name: PARAMETERS[name] for name in parameters}
+    groups["together"] = tuple(k for name in parameters for k in PARAMETERS[name])
+    found: dict[str, float | None] = {}
+    if math.isnan(stage_times(summary, metrics, [stage], source, base)[stage]):
+        return dict.fromkeys(groups)  # the stage is not projected
+    for name, keys in groups.items():
+        best = None
+        for factor in SHRINK:
+            rates = tuple(k for k in keys if k != "launch_latency_us")
+            chip = base.scaled(rates, factor).scaled(set(keys) - set(rates), 1.0 / factor)
+            if stage_times(summary, metrics, [stage], source, chip)[stage] > limit:
+                break
+            best = factor
+        found[name] = best
+    return found
+
+
+VALIDATION_STAGE_COLUMNS = ["stage", "source_ns", "projected_ns", "measured_ns", "error_pct",
+                            "baseline_error_pct", "validated"]
+VALIDATION_KERNEL_COLUMNS = ["stage", "name", "other_name", "how", "source_ns", "projected_ns", "measured_ns",
+                             "error_pct", "baseline_error_pct"]
+
+
+@dataclass
+class Validation:
+    """A projection checked against a capture of the same workload on the target chip."""
+
+    stages: pd.DataFrame  # VALIDATION_STAGE_COLUMNS
+    kernels: pd.DataFrame  # VALIDATION_KERNEL_COLUMNS: top-N kernels of each stage matched by identity
+    unmatched: dict[str, int]  # stage → top-N kernels without a partner on the other capture
+    unequal: dict[str, int]  # stage → matched kernels launched a different number of times there (left out)
+
+    def summary(self) -> dict[str, float]:
+        """Median |error| of the matched kernels, projected and no-change baseline (percent)."""
+        return {"kernel_median_abs_error_pct": float(self.kernels["error_pct"].abs().median()),
+                "kernel_baseline_median_abs_error_pct": float(self.kernels["baseline_error_pct"].abs().median()),
+                "matched_kernels": len(self.kernels)}
+
+
+def _error(value: float, truth: float) -> float:
+    return (value - truth) * 100.0 / truth if truth else math.nan
+
+
+def validate(projection: Projection, other_summary: pd.DataFrame, top_n: int) -> Validation:
+    """``projection`` against ``other_summary`` (the nsys kernel summary of the same workload captured
+    on the target): per stage, and per top-``top_n`` kernel of each stage matched by kernel identity
+    (analyses.kernel_match.match_kernels) and launched as many times on both, beside the no-change
+    baseline (target time = source time)."""
+    stage_rows, kernel_rows, unmatched, unequal = [], [], {}, {}
+    for row in projection.stages.itertuples(index=False):
+        other = other_summary[other_summary["stage"] == row.stage]
+        truth = float(other["total_ns"].sum())
+        stage_rows.append({"stage": row.stage, "source_ns": row.measured_ns, "projected_ns": row.projected_ns,
+                           "measured_ns": truth, "error_pct": _error(row.projected_ns, truth),
+                           "baseline_error_pct": _error(row.measured_ns, truth),
+                           "validated": row.measured_ns >= VALIDATED_STAGE_NS})
+        mine = projection.kernels[projection.kernels["stage"] == row.stage].head(top_n)
+        theirs = other.set_index("name")["total_ns"]
+        pairs = {a: (b, how) for a, b, how in match_kernels(mine["name"], other["name"])}
+        unmatched[row.stage] = int(sum(name not in pairs for name in mine["name"]))
+        launches = other.set_index("name")["count"]
+        for k in mine.itertuples(index=False):
+            if k.name not in pairs:
+                continue
+            partner, how = pairs[k.name]
+            if int(launches[partner]) != k.launches:  # the library picked it for other shapes there
+                unequal[row.stage] = unequal.get(row.stage, 0) + 1
+                continue
+            truth_k = float(theirs[partner])
+            kernel_rows.append({"stage": row.stage, "name": k.name, "other_name": partner, "how": how,
+                                "source_ns": k.measured_ns, "projected_ns": k.projected_ns, "measured_ns": truth_k,
+                                "error_pct": _error(k.projected_ns, truth_k),
+                                "baseline_error_pct": _error(k.measured_ns, truth_k)})
+    return Validation(pd.DataFrame(stage_rows, columns=VALIDATION_STAGE_COLUMNS),
+                      pd.DataFrame(kernel_rows, columns=VALIDATION_KERNEL_COLUMNS), unmatched, unequal)
+
+
+ENERGY_COLUMNS = ["stage", "seconds", "joules", "watts", "tokens", "joules_per_token", "projected_seconds",
+                  "projected_joules"]
+
+
+def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]) -> pd.DataFrame | None:
+    """Per stage the capture's measured energy (manifest ``energy.stages``) and joules per token, and
+    the projected kernel time at the target's stated power (an upper bound: board power × time);
+    None when the capture recorded no energy."""
+    stages = ((manifest or {}).get("energy") or {}).get("stages")
+    if not isinstance(stages, dict) or not stages:
+        return None
+    power = projection.target.get("power_w")
+    projected = dict(zip(projection.stages["stage"], projection.stages["projected_ns"]))
+    rows = []
+    for stage, item in stages.items():
+        if not isinstance(item, dict):
+            continue
+        joules, seconds = float(item.get("joules", math.nan)), float(item.get("seconds", math.nan))
+        count = tokens.get(stage)
+        seconds_p = projected.get(stage, math.nan) / 1e9
+        rows.append({"stage": stage, "seconds": seconds, "joules": joules, "watts": float(item.get("watts", math.nan)),
+                     "tokens": count, "joules_per_token": joules / count if count else math.nan,
+                     "projected_seconds": seconds_p, "projected_joules": seconds_p * power})
+    return pd.DataFrame(rows, columns=ENERGY_COLUMNS)
+
+
+def stage_list(summary: pd.DataFrame) -> list[str]:
+    """The measured stages in summary order, without ALL_STAGES (unless it is the only one)."""
+    stages = list(dict.fromkeys(summary["stage"]))
+    named = [s for s in stages if s != ALL_STAGES]
+    return named or stages
+
+
+def tokens(manifest: dict | None) -> dict[str, int]:
+    """Tokens per stage from the capture's params: decode makes new_tokens × batch, prefill reads
+    prompt_len × batch; other stages have none."""
+    params = (manifest or {}).get("params") or {}
+    batch = params.get("batch") or 1
+    counts = {"decode": params.get("new_tokens"), "prefill": params.get("prompt_len")}
+    return {stage: int(n) * int(batch) for stage, n in counts.items() if isinstance(n, int) and n > 0}
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+            for row in frame.to_dict("records")]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A capture of the same workload on the target chip: its directory name, GPU and nsys kernel summary."""
+
+    run: str
+    gpu: str | None
+    summary: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Target:
+    """A chip to project onto (report.yaml ``chips``), with the capture on it to check against."""
+
+    chip: Chip
+    check: Check | None = None
+
+
+def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped: list[Chip],
+            other: Check | None = None, top_n: int = 20, with_sensitivity: bool = True) -> dict:
+    """Everything the command and the page show about one version on ``target``, JSON-ready:
+    the projection, the sensitivity of the captured chip with the parameters that move each stage
+    most and the smallest chip keeping it (None without ``with_sensitivity``: it does not depend on
+    the target), energy (None unless the capture recorded it) and, with ``other`` (the same workload
+    captured on the target), the validation."""
+    summary = inputs.kernel_summary
+    stages = stage_list(summary)
+    gpu = inputs.gpus[0] if inputs.gpus else None
+    source = reference_chip(gpu, shipped, captured_chip(gpu, inputs.kernel_metrics, summary))
+    projection = project(summary, metrics, inputs.stage_spans, stages, source, target)
+    result = {
+        "source": _chip_dict(source), "target": _chip_dict(target), "model": projection.model,
+        "stages": _records(projection.stages), "kernels": _records(projection.kernels), "notes": projection.notes,
+        "sensitivity": None, "moves": None, "energy": None, "validation": None,
+    }
+    if with_sensitivity:
+        table = sensitivity(summary, metrics, stages, source, source)
+        moves = {}
+        for stage in stages:
+            top = top_parameters(table, stage)
+            moves[stage] = {"parameters": [{"parameter": p, "change_pct": c} for p, c in top],
+                            "smallest": smallest_chip(summary, metrics, stage, source, source, [p for p, _ in top])}
+        result["sensitivity"], result["moves"] = _records(table), moves
+    power = energy(inputs.manifest, projection, tokens(inputs.manifest))
+    if power is not None:
+        result["energy"] = _records(power)
+    if other is not None:
+        check = validate(projection, other.summary, top_n)
+        result["validation"] = {"run": other.run, "gpu": other.gpu, "stages": _records(check.stages),
+                                "kernels": _records(check.kernels), "unmatched": check.unmatched,
+                                "unequal_launches": check.unequal, **check.summary()}
+    return result
+
+
+def _chip_dict(chip: Chip) -> dict:
+    return {"key": chip.key, "name": chip.name,
+            "figures": {k: {"value": f.value, "source": f.source, "estimate": f.estimate,
+                            "uncertainty_pct": f.uncertainty_pct} for k, f in chip.figures.items()}}
+
+
+def version_what_if(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> list[dict]:
+    """:func:`what_if` of the version on each chip report.yaml lists (none without nsys and ncu data);
+    the sensitivity, the same for every chip, with the first."""
+    if not settings.chips or not len(inputs.kernel_metrics) or not len(inputs.kernel_summary):
+        return []
+    return [what_if(inputs, metrics, target.chip, list(settings.chip_basis), target.check, settings.top_n, i == 0)
+            for i, target in enumerate(settings.chips)]
+
+
+ANALYSES = [Analysis("what_if", version_what_if)]
