@@ -20,6 +20,16 @@ WORKLOAD_PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: preset → the value a parameter recorded as None (``--layers`` etc. not given) stands for: the numbers in
+#: capture/workloads/<name>.py (``params.layers or 16``); ocr-vlm's ``layers`` are its three towers'
+#: (SAM / CLIP / decoder). ``model`` None: the preset builds its own random-weight model.
+PRESET_DEFAULTS: dict[str, dict[str, tuple[int, ...]]] = {
+    "ocr-vlm": {"layers": (12, 24, 12), "image_size": (1024,)},
+    "llm-decode": {"layers": (16,)},
+    "vit": {"layers": (12,), "image_size": (224,)},
+}
+
+
 def params_read(workload: str, params: dict[str, object]) -> dict[str, object]:
     """The parameters ``workload`` reads, in manifest order; all of them for a workload not listed here
     (``module:function`` reads what it likes)."""

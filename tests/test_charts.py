@@ -79,8 +79,13 @@ def test_physical_roofline_roofs_and_datapath_shapes(charts, result) -> None:
     t = translator(lang)
     spec = built["roofline-physical"].spec
     roofs = result.roofline["roofs"]
-    lines = [r for r in _values(spec) if "roof" in r]
+    lines = [r for r in _values(spec) if "roof" in r and "label" not in r]
     bandwidth = roofs["peak_dram_bytes_per_s"]
+    # every roof named in the SVG with its peak, the slope with the DRAM bandwidth (4.81 TB/s on the H200)
+    labels = sorted(r["label"] for r in _values(spec) if "label" in r)
+    assert len(labels) == len(roofs["ceilings"]) + 1
+    assert t("charts.bandwidth_label", bandwidth="4.81 TB/s") in labels
+    assert t("charts.roof_label", roof=t("datapaths.fp32"), peak="66.9 TFLOP/s") in labels
     assert {r["datapath_label"] for r in lines} == {t(f"datapaths.{d}") for d in roofs["ceilings"]}
     for datapath, peak in roofs["ceilings"].items():
         low, ridge, high = sorted((r for r in lines if r["datapath_label"] == t(f"datapaths.{datapath}")),
@@ -198,3 +203,20 @@ def test_spec_compiles_to_vega(charts) -> None:
     for chart in built.values():
         if chart is not None:
             assert vl_convert.vegalite_to_vega(chart.spec)["$schema"].startswith("https://vega.github.io")
+
+
+def test_icicle_boxes_carry_their_module_names(charts) -> None:
+    """Each box's label is its module's last name (``layers.3`` for a list entry), cut to its width;
+    the chart draws it only where the box holds it at the drawn width."""
+    from generator.render.module_tree import _box_label
+
+    _, built = charts
+    spec = built["modules-0"].spec
+    rects, texts = spec["layer"]
+    assert rects["mark"]["type"] == "rect" and texts["mark"]["type"] == "text"
+    assert texts["encoding"]["text"]["field"] == "label" and "width" in texts["transform"][0]["filter"]
+    rows = _values(spec)
+    assert rows and all(r["label"] == _box_label(r["key"], (r["x1"] - r["x0"]) * 5.6) for r in rows)
+    assert _box_label("llm.model.layers.3", 560) == "layers.3"
+    assert _box_label("llm.model.layers.3.self_attn [Attention]", 560) == "self_attn"
+    assert _box_label("vision.encoder", 40) == "enco…" and _box_label("vision.encoder", 20) == ""

@@ -113,3 +113,18 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, list | tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b or (a != a and b != b)  # NaN equals NaN
+
+
+def test_removed_and_added_kernels_carry_friendly_names(v1):
+    """A kernel only the previous version ran is named by its friendly name (the raw one on hover),
+    like an added one: here v1's kernel summary against itself less its longest kernel."""
+    from generator.analyses.speed_change import kernel_changes
+
+    summary, names = v1.values["kernel_summary"], v1.values["names"]
+    every = summary[summary["stage"] == "all"]
+    longest = every.sort_values("total_ns").iloc[-1]["name"]
+    removed = kernel_changes(summary, summary[summary["name"] != longest], names)
+    added = kernel_changes(summary[summary["name"] != longest], summary, names)
+    for frame, status in ((removed, "removed"), (added, "added")):
+        row = frame[frame["status"] == status].iloc[0]
+        assert row["friendly_name"] == names[longest].friendly_name != longest

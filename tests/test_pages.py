@@ -13,7 +13,7 @@ from helpers_pages import example_result
 
 from generator.model import GpuInfo, VersionMeta
 from generator.render.chart_table import build_charts
-from generator.render.markdown import Numbers, escape_text, name_cell
+from generator.render.markdown import Numbers, escape_text, is_missing, name_cell
 from generator.render.module_tree import kernel_anchor
 from generator.render.pages import PAGES, page_file, page_names, render_page, render_version
 from generator.render.translations import translator
@@ -104,14 +104,27 @@ def test_classification_counts_and_means(rendered, lang: str) -> None:
     counts = result.classification["counts"]
     assert sum(counts.values()) == len(result.ncu_metrics) > 0
     for cls, count in counts.items():
-        _row(text, f"| {t('classes.' + cls)} | {count} | {n.cell(result.classification['percent'][cls])} |")
-    for key, value in result.classification["overall_means"].items():
+        # pairs and their share, then their nsys time and its share of all profiled time
+        time_ns = float(result.ncu_metrics.loc[result.ncu_metrics["class"] == cls, "total_ns"].sum())
+        all_ns = float(result.ncu_metrics["total_ns"].sum())
+        _row(text, f"| {t('classes.' + cls)} | {count} | {n.cell(result.classification['percent'][cls])} | "
+                   f"{n.cell_ms(time_ns)} | {n.cell(100 * time_ns / all_ns)} |")
+    # the means table weighs each kernel by its nsys time in its stage
+    metrics = result.ncu_metrics
+    for key, value in result.classification["overall_time_means"].items():
         line = _row(text, f"| {t('metrics.' + key)} |")
         assert line.endswith(f" {n.cell(value)} |")
+    have = metrics["duration_ns"].notna()
+    weighted_us = float((metrics.loc[have, "duration_ns"] * metrics.loc[have, "total_ns"]).sum()
+                        / metrics.loc[have, "total_ns"].sum()) / 1e3
+    assert result.classification["overall_time_means"]["duration_us"] == pytest.approx(weighted_us)
     for kernel in result.ncu_metrics.to_dict("records"):  # one row per kernel and stage
         stage = t("stages.all") if kernel["stage"] == "all" else escape_text(kernel["stage"])
+        qualifier = kernel.get("qualifier")
+        qualified = "" if is_missing(qualifier) else t("classification.qualified",
+                                                        qualifier=t(f"qualifiers.{qualifier}"))
         _row(text, f"| {_name(kernel['friendly_name'], kernel['name'], n.unknown)} | {stage} | "
-                   f"{t('classes.' + kernel['class'])} |", f"| {n.cell(kernel['sm_throughput_pct'])} |",
+                   f"{t('classes.' + kernel['class'])}{qualified} |", f"| {n.cell(kernel['sm_throughput_pct'])} |",
              f"| {n.cell(kernel['duration_ns'] / 1e3)} | {n.int(kernel['launches'])} |")
 
 
@@ -175,7 +188,9 @@ def test_appendix_names_and_yaml(rendered) -> None:
     for entry in result.kernel_names:
         assert escape_text(entry["raw_name"]) in text
     yaml_text = (docs / "data" / "kernels.yaml").read_text(encoding="utf-8")
-    assert "```yaml\n" + yaml_text.rstrip() + "\n```" in text
+    # collapsed: the fence indented under a details block
+    indented = "\n".join(f"    {line}" if line else "" for line in yaml_text.rstrip().splitlines())
+    assert '??? note "kernels.yaml"\n\n    ```yaml\n' + indented + "\n    ```" in text
     assert len(yaml.safe_load(yaml_text)) == len(result.kernel_names)
 
 
@@ -257,14 +272,17 @@ def test_workload_and_commands_from_a_capture_manifest(rendered, tmp_path: Path)
         pass
     with_manifest = dataclasses.replace(result, manifest=manifest.data)
     text = render_page("index", with_manifest, meta, "en", {})
-    _row(text, "| ", ">workload<", ">ocr-vlm<")
-    _row(text, "| ", ">params.new\\_tokens<", ">8<")
+    _row(text, "| Model | preset configuration ", ">ocr-vlm<")
+    _row(text, "| Weights | random ")
+    _row(text, "| New tokens | 8 |")
     # tool versions are setup facts (one source: the profiler file's record, else the manifest)
     from generator.analyses.setup import tool_versions
     _row(text, "| Nsight Compute | " + tool_versions(with_manifest)["ncu"] + " |")
     assert "tools.ncu" not in text
     assert "_Z4gemvPf" not in text and "created" not in text
-    assert "```shell\nncu --nvtx-include prefill/ --kernel-name 'regex:gemv|gemm' -o ncu/report\n```" in text
+    # the commands once, collapsed (a details block), as the manifest records them
+    assert "    ```shell\n    ncu --nvtx-include prefill/ --kernel-name 'regex:gemv|gemm' -o ncu/report\n    ```" in text
+    assert text.count("--nvtx-include prefill/") == 1 and '??? note "Tool commands (1, ' in text
 
 
 def test_only_the_charts_a_page_places_get_an_svg(rendered) -> None:

@@ -12,8 +12,11 @@ import pytest
 from conftest import ROOT, BuiltSite
 from helpers_runs import committed, content
 
+from generator.render.translations import translator
 from generator.workload_params import WORKER_PARAMS, WORKLOAD_PARAMS
 
+#: parameters the test setup shows in rows of their own (model, attention, execution, module ranges)
+OWN_ROWS = {"model", "attn_impl", "cuda_graph", "module_depth", "device"}
 RUNS = {"v1": ROOT / "examples" / "runs" / "ocr-vlm-eager-v2", "v2": ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200"}
 
 
@@ -56,9 +59,12 @@ def test_each_setup_fact_reads_the_same_on_every_page(example_site: BuiltSite, v
         for name, text in pages.items():
             assert "2025.3.1.0" not in text.replace("nsight-compute/2025.3.1/", ""), name
             assert not re.search(r"\| (?:Driver|驱动) \| (?!580\.159\.04)", text), name
-        # parameters: only the ones ocr-vlm reads (no GEMM m/n/k), the rest as captured
-        params = {m.replace("\\", "") for m in re.findall(r'\| <span class="kr-raw"[^>]*>params\.([\w\\]+)</span>', index)}
-        captured = set(manifest["params"])  # module_depth only in the captures made with module ranges
+        # parameters: only the ones ocr-vlm reads (no GEMM m/n/k), the rest as captured; the model,
+        # attention, execution mode and module depth have rows of their own
+        t = translator(lang)
+        labels = {key: t(f"setup.param.{key}") for key in manifest["params"] if key not in OWN_ROWS}
+        params = {key for key, label in labels.items() if _cells(index, label)}
+        captured = set(manifest["params"]) - OWN_ROWS
         assert params == (set(WORKLOAD_PARAMS["ocr-vlm"]) | set(WORKER_PARAMS)) & captured
         assert not {"m", "n", "k"} & params
         # notes: Markdown code spans render as code, no literal backticks

@@ -80,9 +80,15 @@ def test_every_page_in_both_languages(example_site: BuiltSite) -> None:
 
 def test_search_index_segments_chinese(example_site: BuiltSite) -> None:
     config = load_report(example_site.report)
-    index = json.loads((example_site.site / config.versions[-1].id / "search" / "search_index.json").read_text())
+    search = example_site.site / config.versions[-1].id / "search"
+    index = json.loads((search / "search_index.json").read_text())
     assert index["config"]["lang"] == ["en", "zh"] and "\\u200b" in index["config"]["separator"]
-    zh = [doc for doc in index["docs"] if doc["location"].startswith("zh/")]
+    # one index per language: the default one holds the EN pages, search_index.zh.json the ZH ones
+    assert index["docs"] and not [doc for doc in index["docs"] if doc["location"].startswith("zh/")]
+    zh_index = json.loads((search / "search_index.zh.json").read_text())
+    assert zh_index["config"] == index["config"]
+    zh = zh_index["docs"]
+    assert all(doc["location"].startswith("zh/") for doc in zh)
     assert zh and any("\u200b" in doc["text"] for doc in zh)  # jieba-segmented words
     assert any(re.search(r"#.*[\u4e00-\u9fff]", doc["location"]) for doc in zh)  # Chinese anchors kept
 

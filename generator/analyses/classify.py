@@ -287,30 +287,48 @@ def ncu_agreement(launches: pd.DataFrame, rule: str, *, margin: float = DEFAULT_
     }
 
 
-def _means(frame: pd.DataFrame) -> dict[str, float | None]:
-    """Mean of each MEAN_METRICS key over the kernels that have a value; None when none has."""
+def _means(frame: pd.DataFrame, weighted: bool = False) -> dict[str, float | None]:
+    """Mean of each MEAN_METRICS key over the kernels that have a value; None when none has.
+    ``weighted``: each kernel counts for its nsys time in its stage (``total_ns``; None without any)."""
     means: dict[str, float | None] = {}
+    weights = (pd.to_numeric(frame["total_ns"], errors="coerce") if "total_ns" in frame
+               else pd.Series(float("nan"), index=frame.index))
     for key in MEAN_METRICS:
         values = DISPLAY[key].values(frame).dropna()
-        means[key] = float(values.mean()) * DISPLAY[key].scale if len(values) else None
+        if weighted:
+            w = weights.reindex(values.index).fillna(0.0)
+            means[key] = float((values * w).sum() / w.sum()) * DISPLAY[key].scale if w.sum() > 0 else None
+        else:
+            means[key] = float(values.mean()) * DISPLAY[key].scale if len(values) else None
     return means
 
 
 def class_stats(classified: pd.DataFrame, rule: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``{"rule", "params", "counts", "percent", "class_means", "overall_means"}``.
+    """``{"rule", "params", "counts", "percent", "time_ns", "time_percent", "class_means", "overall_means",
+    "class_time_means", "overall_time_means"}``.
 
     Every class the rule can give is listed (count 0 included); ``percent`` is of all profiled
-    kernels; class means are over that class's kernels, overall means over all profiled kernels.
+    kernels, ``time_ns`` their time in their stage (nsys) and ``time_percent`` its share of all profiled
+    time; class means are over that class's kernels, overall means over all profiled kernels; the
+    ``*_time_means`` weigh each kernel by its time (what the pages show).
     """
     total = len(classified)
     counts = {c: int((classified["class"] == c).sum()) if total else 0 for c in RULE_CLASSES[rule]}
+    times = classified["total_ns"] if "total_ns" in classified else pd.Series(float("nan"), index=classified.index)
+    time_ns = {c: float(times[classified["class"] == c].sum()) if total else 0.0 for c in counts}
+    all_ns = sum(time_ns.values())
     return {
         "rule": rule,
         "params": params or {},
         "counts": counts,
         "percent": {c: (100.0 * n / total if total else None) for c, n in counts.items()},
+        "time_ns": time_ns,
+        "time_percent": {c: (100.0 * ns / all_ns if all_ns else None) for c, ns in time_ns.items()},
         "class_means": {c: _means(classified[classified["class"] == c]) for c, n in counts.items() if n},
         "overall_means": _means(classified),
+        "class_time_means": {c: _means(classified[classified["class"] == c], weighted=True)
+                             for c, n in counts.items() if n},
+        "overall_time_means": _means(classified, weighted=True),
     }
 
 

@@ -4,9 +4,12 @@ capture manifest (what the capture machine reported)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from generator.analyses.result import VersionResult
+from generator.model import ALL_STAGES
+from generator.workload_params import PRESET_DEFAULTS, params_read
 
 _TOOL_IN_FORMAT = re.compile(r"\b(nsys|ncu) (\d+(?:\.\d+)+)")
 _VERSION = re.compile(r"\d{4}\.\d+(?:\.\d+)*")
@@ -54,3 +57,73 @@ def setup_facts(result: VersionResult) -> dict[str, Any]:
             facts[key] = _dig(result.manifest, path)
     facts.update(tool_versions(result))
     return {key: facts.get(key) for key in (*facts, *SOFTWARE)}
+
+
+def _preset_value(workload: str, params: dict[str, Any], key: str) -> tuple[Any, str]:
+    """(value, how it was set): "given" (on the command line), "default" (the preset's, from
+    workload_params.PRESET_DEFAULTS), "model" (the model directory's own) or "unknown"."""
+    value = params.get(key)
+    if value is not None:
+        return value, "given"
+    if params.get("model"):
+        return None, "model"
+    default = PRESET_DEFAULTS.get(workload, {}).get(key)
+    return (" / ".join(str(v) for v in default), "default") if default else (None, "unknown")
+
+
+def _overhead_row(stage: str, values: dict[str, Any]) -> dict[str, Any]:
+    """One stage's module-range cost: calls, timed % (older captures: ``overhead_pct``), its spread and
+    the direct %; None where the manifest lacks it."""
+    timed = values.get("timed_pct", values.get("overhead_pct"))
+    return {"stage": stage, "calls": values.get("calls"), "timed_pct": timed, "spread_pct": values.get("spread_pct"),
+            "direct_pct": values.get("direct_pct")}
+
+
+def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The test setup a capture manifest records, for the overview (None without a manifest):
+    ``model`` {workload, source: "preset" | "directory" | "function", directory, weights: "random" |
+    "real" | "unknown"}, ``params`` [(key, value, how)] of the parameters the workload reads,
+    ``mode`` "eager" | "cuda_graph", ``capture`` settings, ``overhead`` rows per stage (module
+    ranges' cost: timed and direct %, spread), and the keys newer captures add (``fidelity``,
+    ``energy``, ``clocks``, ``tokens``, ``gpus``), each None where the manifest lacks it."""
+    if not isinstance(manifest, dict):
+        return None
+    workload = str(manifest.get("workload") or "")
+    params = manifest.get("params") if isinstance(manifest.get("params"), dict) else {}
+    model = params.get("model")
+    if ":" in workload:
+        source, weights = "function", "unknown"
+    elif model:
+        source, weights = "directory", "real"
+    else:
+        source, weights = "preset", "random"
+    shown = [(key, *_preset_value(workload, params, key)) for key in params_read(workload, params)
+             if key not in ("model", "cuda_graph", "attn_impl", "module_depth", "device")]
+    ranges = manifest.get("module_ranges") if isinstance(manifest.get("module_ranges"), dict) else None
+    depth = params.get("module_depth")
+    if depth is None:
+        depth = ranges.get("depth") if ranges else None
+    collection = manifest.get("ncu_collection") if isinstance(manifest.get("ncu_collection"), dict) else {}
+    overhead = _dig(manifest, ("module_overhead", "stages"))
+    gpus = _dig(manifest, ("environment", "gpus"))
+    return {
+        "model": {"workload": workload, "source": source, "directory": Path(str(model)).name if model else None,
+                  "weights": weights},
+        "attn_impl": params.get("attn_impl") if "attn_impl" in params_read(workload, params) else None,
+        "mode": "cuda_graph" if params.get("cuda_graph") else "eager",
+        "params": shown,
+        "capture": {"module_depth": depth, "top_n": manifest.get("top_n_requested"),
+                    "ncu_selection": manifest.get("ncu_selection"),
+                    "ncu_sections": collection.get("sections"), "ncu_metrics": len(collection.get("metrics") or []),
+                    "overhead_runs": _dig(manifest, ("module_overhead", "runs"))},
+        "overhead": [_overhead_row(stage, values) for stage, values in overhead.items() if isinstance(values, dict)]
+        if isinstance(overhead, dict) else [],
+        "overhead_total": _overhead_row(ALL_STAGES, _dig(manifest, ("module_overhead", "total")) or {}),
+        "overhead_per_call_us": (lambda s: s * 1e6 if isinstance(s, (int, float)) else None)(
+            _dig(manifest, ("module_overhead", "seconds_per_call"))),
+        "fidelity": manifest.get("fidelity") if isinstance(manifest.get("fidelity"), dict) else None,
+        "energy": manifest.get("energy") if isinstance(manifest.get("energy"), dict) else None,
+        "clocks": manifest.get("clocks") if isinstance(manifest.get("clocks"), dict) else None,
+        "tokens": _dig(manifest, ("tokens", "generated")),
+        "gpus": [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else [],
+    }

@@ -174,8 +174,8 @@ def kernel_changes(previous: pd.DataFrame, current: pd.DataFrame, names: dict[st
              for p in prev.index if p not in pairs]
     frame = pd.DataFrame(rows, columns=["status", "prev_name", "name", "prev_count", "count",
                                         "prev_total_ns", "total_ns"])
-    frame["friendly_name"] = [names[n].friendly_name if isinstance(n, str) and n in names else
-                              (p if isinstance(p, str) else n) for n, p in zip(frame["name"], frame["prev_name"])]
+    kernel = [n if isinstance(n, str) else p for n, p in zip(frame["name"], frame["prev_name"])]
+    frame["friendly_name"] = [names[k].friendly_name if k in names else k for k in kernel]
     frame["abs_ns"] = frame["total_ns"] - frame["prev_total_ns"]
     frame["rel_pct"] = [_rel(a, b) if s == "paired" else float("nan")
                         for s, a, b in zip(frame["status"], frame["prev_total_ns"], frame["total_ns"])]

@@ -5,6 +5,7 @@ import datetime
 import functools
 import gzip
 import html
+import json
 import logging
 import os
 import re
@@ -83,6 +84,7 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date, *,
         # A 404 page only works at the root of a host; in a version folder its links point nowhere.
         (site_dir / "404.html").unlink(missing_ok=True)
         _sitemaps(site_dir, config, epoch)
+        _search_indexes(site_dir, config)
     except (MkDocsException, SystemExit) as exc:
         problems = "; ".join(collected.messages) or str(exc)
         raise InputError(mkdocs_yml, f"mkdocs build --strict failed: {problems}") from None
@@ -92,6 +94,28 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date, *,
             os.environ.pop("SOURCE_DATE_EPOCH", None)
         else:
             os.environ["SOURCE_DATE_EPOCH"] = saved_epoch
+
+
+def _search_indexes(site_dir: Path, config: MkDocsConfig) -> None:
+    """One search index per language: Material's ``search/search_index.json`` holds every language's
+    pages; it keeps the default language's, and ``search/search_index.<lang>.json`` gets each other
+    language's (its pages' locations start with ``<lang>/``; overrides/main.html points that
+    language's pages at it)."""
+    path = site_dir / "search" / "search_index.json"
+    if not path.is_file():
+        return
+    index = json.loads(path.read_text(encoding="utf-8"))
+    others = [lang.locale for lang in config.plugins["i18n"].config.languages if not lang.default]
+
+    def of(lang: str | None) -> dict:
+        docs = [d for d in index["docs"] if (lang and d["location"].startswith(f"{lang}/"))
+                or (lang is None and not d["location"].startswith(tuple(f"{o}/" for o in others)))]
+        return {**index, "docs": docs}  # the same lunr languages: names in a ZH page are English words
+
+    for lang in others:
+        (path.parent / f"search_index.{lang}.json").write_text(json.dumps(of(lang), ensure_ascii=False),
+                                                                encoding="utf-8")
+    path.write_text(json.dumps(of(None), ensure_ascii=False), encoding="utf-8")
 
 
 def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:

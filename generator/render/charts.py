@@ -267,6 +267,32 @@ def _roof_lines(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate) ->
     return lines
 
 
+def _si(value: float, unit: str) -> str:
+    """``989 TFLOP/s``: three significant digits and a decimal SI prefix."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+#: a roof label's height in the physical roofline, as a share of the plot's height
+LABEL_HEIGHT = 13 / HEIGHT
+
+
+def _dodged(labels: list[dict[str, Any]], values: list[float]) -> list[dict[str, Any]]:
+    """Roof labels (highest roof first) each at its roof (``label_flops``), or lower where the label
+    above would overlap it: one label height apart on the log axis ``values`` span."""
+    positive = [v for v in values if v > 0]
+    decades = max(math.log10(max(positive) / min(positive)), 1.0) if positive else 1.0
+    gap = 10 ** (decades * LABEL_HEIGHT)
+    out, below = [], math.inf
+    for label in sorted(labels, key=lambda r: -r["flops"]):
+        at = min(label["flops"], below / gap)
+        out.append({**label, "label_flops": _round(at)})
+        below = at
+    return out
+
+
 def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate,
                      kernel_filter: alt.Parameter | None = None) -> alt.LayerChart:
     frame = _class_column(points.reindex(columns=["friendly_name", "class", "datapath", "work",
@@ -311,6 +337,22 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
             detail=alt.Detail("roof:N"),
             tooltip=[alt.Tooltip("roof:N", title=t("charts.roofs"))],
         ))
+        # each roof named where it ends on the right, the DRAM slope where it starts: in the SVG, not only on hover
+        ends = _dodged([{**line, "label": t("charts.roof_label", roof=line["datapath_label"],
+                                            peak=_si(line["flops"], "FLOP/s"))}
+                        for line in lines if line["order"] == 2], [p["flops"] for p in lines]
+                       + list(pd.to_numeric(frame["achieved_flop_per_s"], errors="coerce").dropna()))
+        slope = next(line for line in lines if line["order"] == 0)  # every roof's slope is the DRAM bandwidth
+        start = [{**slope, "label_flops": slope["flops"],
+                  "label": t("charts.bandwidth_label", bandwidth=_si(roofs["peak_dram_bytes_per_s"], "B/s"))}]
+        for rows, align in ((ends, "right"), (start, "left")):
+            layers.append(alt.Chart(inline_data(rows)).mark_text(align=align, baseline="bottom", dy=-3,
+                                                                 fontSize=11).encode(
+                x=alt.X("ai:Q", scale=alt.Scale(type="log"), title=x_title),
+                y=alt.Y("label_flops:Q", scale=alt.Scale(type="log"), title=y_title, axis=alt.Axis(format="~s")),
+                color=encode["color"],
+                text=alt.Text("label:N"),
+            ))
     dots = alt.Chart(inline_data(chart_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
     if kernel_filter is None:
         layers.append(dots.encode(**encode))

@@ -92,6 +92,20 @@ def code_cell(text: str | None, unknown: str) -> str:
     return f'<span class="kr-raw" style="word-break: break-all">{escape_text(text)}</span>'
 
 
+#: characters of a raw name shown before it expands on demand (appendix)
+RAW_SHOWN = 90
+
+
+def expandable_code_cell(text: str | None, unknown: str, shown: int = RAW_SHOWN) -> str:
+    """A raw name: in full when short, else its first ``shown`` characters that open to the whole
+    name on a click (an HTML ``details`` on one line, so it stays one table cell)."""
+    if is_missing(text) or len(str(text)) <= shown:
+        return code_cell(text, unknown)
+    head = escape_text(str(text)[:shown])
+    return (f'<details class="kr-raw-name"><summary><span class="kr-raw">{head}…</span></summary>'
+            f"{code_cell(text, unknown)}</details>")
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> str:
     """A Markdown table from already-escaped cells; ``align`` is one of ``l r c`` per column."""
     align = align or "l" * len(headers)

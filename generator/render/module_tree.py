@@ -134,7 +134,10 @@ def icicle_rows(modules: ModulesResult, stage: str) -> pd.DataFrame:
 def icicle_chart(chart_slug: str, rects: pd.DataFrame, t: Callable[..., str]) -> ch.Chart:
     """Icicle: each module a bar as wide as its share of the stage, submodules beneath their parent."""
     data = rects.assign(key=[t("modules.outside") if k == OUTSIDE else k for k in rects["key"]])
-    chart = alt.Chart(ch.inline_data(ch.chart_records(data))).mark_rect(stroke="white", strokeWidth=0.5).encode(
+    data = data.assign(label=[_box_label(k, (x1 - x0) * ch.WIDTH / 100) for k, x0, x1 in
+                              zip(data["key"], data["x0"], data["x1"])], xm=(data["x0"] + data["x1"]) / 2)
+    boxes = alt.Chart(ch.inline_data(ch.chart_records(data)))
+    chart = boxes.mark_rect(stroke="white", strokeWidth=0.5).encode(
         x=alt.X("x0:Q", title=t("modules.chart_x"), scale=alt.Scale(domain=[0, 100])),
         x2=alt.X2("x1:Q"),
         y=alt.Y("level:O", title=t("modules.chart_y")),
@@ -142,5 +145,28 @@ def icicle_chart(chart_slug: str, rects: pd.DataFrame, t: Callable[..., str]) ->
         tooltip=[alt.Tooltip("key:N", title=t("modules.module")), alt.Tooltip("cls:N", title=t("columns.class")),
                  alt.Tooltip("ms:Q", title=t("columns.total_ms"), format=".3f"),
                  alt.Tooltip("pct:Q", title=t("modules.chart_x"), format=".2f")],
-    ).properties(width=ch.WIDTH, height=40 * max(1, int(rects["level"].max()) + 1) if len(rects) else 40)
-    return ch.Chart(chart_slug, ch.chart_spec(chart))
+    )
+    # each box wide enough for a few characters carries its module's name, in the SVG itself
+    labels = boxes.mark_text(fontSize=10).encode(
+        x=alt.X("xm:Q", scale=alt.Scale(domain=[0, 100])), y=alt.Y("level:O"), text=alt.Text("label:N"),
+        color=alt.condition(alt.datum.level < 2, alt.value("white"), alt.value("black")),  # on dark / light blue
+        tooltip=[alt.Tooltip("key:N", title=t("modules.module"))],
+    ).transform_filter(  # drawn only where the box holds it at the width the chart is drawn at
+        f"datum.label != '' && (datum.x1 - datum.x0) * width / 100 >= length(datum.label) * {LABEL_CHAR_PX}")
+    height = 40 * max(1, int(rects["level"].max()) + 1) if len(rects) else 40
+    return ch.Chart(chart_slug, ch.chart_spec(alt.layer(chart, labels).properties(width=ch.WIDTH, height=height)))
+
+
+#: average width of a 10 px label character, in px (for the box labels of the icicle)
+LABEL_CHAR_PX = 6.0
+
+
+def _box_label(key: str, width_px: float) -> str:
+    """The module's last name (with its parent's where the last is a list index, ``layers.3``), cut to
+    what ``width_px`` holds; "" below three characters."""
+    parts = str(key).split(" [")[0].split(".")
+    name = ".".join(parts[-2:]) if len(parts) > 1 and parts[-1].isdigit() else parts[-1]
+    room = int(width_px / LABEL_CHAR_PX) - 1
+    if room < 3:
+        return ""
+    return name if len(name) <= room else name[: room - 1] + "…"

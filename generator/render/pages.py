@@ -6,7 +6,6 @@ VersionResult. Data text (kernel, stage, file names) is escaped by generator.ren
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
@@ -21,13 +20,15 @@ from generator.analyses.histograms import HISTOGRAMS
 from generator.analyses.launch_stats import MIN_LAUNCHES
 from generator.analyses.modules import OUTSIDE
 from generator.analyses.projection import KEEP_PCT
-from generator.analyses.result import VersionResult
-from generator.analyses.setup import SOFTWARE, setup_facts
+from generator.analyses.result import Finding, VersionResult
+from generator.analyses.setup import SOFTWARE, setup_facts, workload_setup
+from generator.analyses.stage_decomposition import LIMITERS
 from generator.metric_table import DISPLAY
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
 from generator.render.chart_table import build_charts, entries_on
+from generator.render.commands import shown_argv, shown_commands
 from generator.render.compiled_templates import COMPILED
 from generator.render.data_files import (
     DATA_FILES,
@@ -43,6 +44,7 @@ from generator.render.markdown import (
     code_cell,
     escape_attr,
     escape_text,
+    expandable_code_cell,
     inline_markdown,
     is_missing,
     name_cell,
@@ -51,7 +53,6 @@ from generator.render.module_tree import kernel_anchor, tree_html
 from generator.render.svg import SvgBatch, svg_batch
 from generator.render.translations import load_words, translator
 from generator.resources import TEMPLATES
-from generator.workload_params import params_read
 
 #: Page file stems in navigation order; "comparison" only exists when there is a previous version,
 #: "what-if" only when report.yaml lists chips to project onto (and the version has nsys and ncu data).
@@ -61,11 +62,8 @@ PAGES: tuple[str, ...] = ("index", "top-kernels", "modules", "classification", "
 SWEEP_PAGE = "sweep"
 SHA_PREFIX = 12
 MODULE_CHANGES_MAX = 15  # rows of the per-module comparison
-MANIFEST_ROWS_MAX = 60
-#: capture manifest keys the overview shows (workload, parameters, software and tools); the
-#: top-N lists, coverage and phases are shown elsewhere or are logs
-#: (environment and tools are setup facts: generator.analyses.setup, one source for every page)
-MANIFEST_KEYS = ("workload", "params", "stages", "top_n_requested", "argv", "status", "notes")
+#: findings the overview lists under "Largest savings" (those with a saving; the largest first)
+SAVINGS_MAX = 5
 KERNEL_LIST_MAX = 8
 #: Kernels added / removed listed on the comparison page (all of them in data/kernel_changes.csv)
 CHANGE_ROWS_MAX = 15
@@ -136,39 +134,24 @@ def _longest_backticks(text: str) -> int:
     return best
 
 
-def _leaves(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """Scalar leaves of a manifest as (dotted key, value); lists of scalars joined, others skipped."""
-    if isinstance(value, dict):
-        out: list[tuple[str, Any]] = []
-        for key in value:
-            if "command" not in str(key):
-                out += _leaves(value[key], f"{prefix}{key}.")
-        return out
-    if isinstance(value, list):
-        if all(not isinstance(v, (dict, list)) for v in value):
-            return [(prefix[:-1], ", ".join(str(v) for v in value))]
-        return []
-    return [(prefix[:-1], value)]
+def largest_savings(findings: list[Finding], limit: int = SAVINGS_MAX) -> list[Finding]:
+    """The findings with the largest saving that no other finding claims (Bound.exclusive_saving_ns),
+    largest first (ties in the findings' order), at most ``limit``."""
+    saving = [f for f in findings if f.bound is not None and not f.abstained and f.bound.exclusive_saving_ns > 0]
+    return sorted(saving, key=lambda f: -f.bound.exclusive_saving_ns)[:limit]  # type: ignore[union-attr]
 
 
-def _manifest_shown(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest keys the overview lists, with only the parameters the workload reads."""
-    shown = {k: manifest[k] for k in MANIFEST_KEYS if k in manifest}
-    if isinstance(shown.get("params"), dict):
-        shown["params"] = params_read(str(manifest.get("workload")), shown["params"])
-    return shown
+def finding_anchor(finding: Finding) -> str:
+    """The id of a finding on the Findings page: its rule and stage."""
+    return "finding-" + re.sub(r"[^a-z0-9]+", "-", f"{finding.id}-{finding.stage or ALL_STAGES}".lower()).strip("-")
 
 
-def _commands(value: Any, inside: bool = False) -> list[str]:
-    """Every command under a key containing "command", in manifest order (argv lists joined with
-    shell quoting)."""
-    if isinstance(value, dict):
-        return [c for key, v in value.items() for c in _commands(v, inside or "command" in str(key))]
-    if isinstance(value, list):
-        if inside and value and all(isinstance(v, str) for v in value):
-            return [shlex.join(value)]  # an argv list
-        return [c for v in value for c in _commands(v, inside)]
-    return [str(value)] if inside and isinstance(value, str) else []
+def headline(text: str) -> str:
+    """A finding's headline: the bold text it opens with (the whole first sentence where it has none)."""
+    bold = re.match(r"\*\*(.+?)\*\*", text, re.S)
+    if bold:
+        return bold[1].rstrip(" .。")
+    return re.split(r"(?<=[.。])\s", text, maxsplit=1)[0].rstrip(" .。")
 
 
 def _kernel_list(kernels: tuple[str, ...], unknown: str, t: Callable[..., str]) -> str:
@@ -283,6 +266,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "kernel": lambda raw_name: name_cell(friendly.get(raw_name, raw_name), unknown, title=raw_name,
                                              href=appendix_href(raw_name, friendly)),
         "raw": lambda value: code_cell(value, unknown),
+        "raw_long": lambda value: expandable_code_cell(value, unknown),
         "rows": rows,
         "fence": fence,
         "chart": chart,
@@ -313,9 +297,16 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
         "file_name": lambda path: escape_text(Path(str(path)).name),
         "sha": lambda value: unknown if is_missing(value) else str(value)[:SHA_PREFIX],
-        "manifest_rows": _leaves(_manifest_shown(manifest))[:MANIFEST_ROWS_MAX]
-        if isinstance(manifest, dict) else [],
-        "commands": _commands(manifest) if isinstance(manifest, dict) else [],
+        "workload": workload_setup(manifest),
+        "manifest_notes": [str(x) for x in manifest.get("notes") or []] if isinstance(manifest, dict) else [],
+        "capture_argv": shown_argv(manifest),
+        "commands": shown_commands(manifest, t("setup.regex_length")),
+        "decomposition": rows(result.values.get("stage_decomposition")),
+        "limiters": LIMITERS,
+        "largest_savings": largest_savings(result.findings),
+        "finding_anchor": finding_anchor,
+        "headline": lambda finding: headline(render_finding(
+            replace(finding, kernels=tuple(escape_text(k) for k in finding.kernels)), lang)),
         "kernels_yaml": result.kernels_yaml,
         "data_files": (DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.sweep is not None else ())
                        + published_files(result)),

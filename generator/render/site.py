@@ -83,6 +83,7 @@ def theme_extra(meta: ReportMeta, version: VersionMeta, latest_pages: list[str])
 
     extra: dict = {
         "version": version.id,
+        "default_lang": meta.langs[0],
         "latest": meta.latest.id,
         "latest_pages": latest_pages,
         "versions": [{"id": v.id, "title": {lang: title(v, lang) for lang in meta.langs}} for v in reversed(meta.versions)],

@@ -1,0 +1,166 @@
+"""The bundled example's report as a reader opens it in headless Chromium (EN and ZH, over http and from
+disk, at 1400 and 400 px): the Overview opens with where each stage's time goes and the largest savings,
+linked to their evidence; every chart carries labels in its SVG; no table is wider than the content
+column at 1400 px; the ZH version selector shows ZH titles; search returns the page's language only."""
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import test_browser
+from conftest import BuiltSite
+
+from generator.render.translations import translator
+
+pytestmark = pytest.mark.browser
+playwright_api = pytest.importorskip("playwright.sync_api")
+browser = test_browser.browser
+#: the latest version and its pages (a comparison page: it has a previous version)
+VERSION = "v2"
+PAGES = (*test_browser.PAGES, "modules")
+TITLES = {"en": "V2: SDPA attention", "zh": "第二版：SDPA 注意力"}
+#: charts whose SVG must carry text marks of their own (box and roof labels), not only axes
+LABELLED = ("kr-chart-modules-", "kr-chart-roofline-physical", "kr-chart-roofline-per-kernel")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def http_base(example_site: BuiltSite) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(example_site.site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _url(base: str, lang: str, page: str) -> str:
+    return f"{base}{VERSION}/{'' if lang == 'en' else lang + '/'}{page}.html"
+
+
+def _bases(example_site: BuiltSite, http_base: str) -> dict[str, str]:
+    return {"http": http_base, "file": example_site.site.as_uri() + "/"}
+
+
+@pytest.fixture
+def page_at(browser) -> Iterator:
+    contexts = []
+    problems: list[str] = []
+
+    def open_page(url: str, width: int):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda error: problems.append(f"{url}: {error}"))
+        page.on("console", lambda m: problems.append(f"{url}: {m.text}") if m.type == "error" else None)
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+        page.wait_for_function("() => [...document.querySelectorAll('div.kr-chart')].every(e => e.dataset.krState)")
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    assert problems == []
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+@pytest.mark.parametrize("scheme", ["http", "file"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_overview_opens_with_the_decision(example_site: BuiltSite, http_base: str, page_at, lang: str,
+                                              scheme: str, width: int) -> None:
+    t = translator(lang)
+    base = _bases(example_site, http_base)[scheme]
+    page = page_at(_url(base, lang, "index"), width)
+    headings = page.eval_on_selector_all("article h2", "hs => hs.map(h => h.textContent.replace('¶', '').trim())")
+    assert headings[:2] == [t("decision.heading"), t("decision.savings")]
+    lines = page.eval_on_selector_all("article h2 ~ ul:first-of-type > li", "ls => ls.map(l => l.textContent)")
+    assert [line.split("：" if lang == "zh" else ":")[0] for line in lines] == ["sam", "clip", "projector", "prefill",
+                                                                              "decode"]
+    links = page.eval_on_selector_all("article ol > li a[href*='findings.html#finding-']", "as => as.map(a => a.href)")
+    assert 3 <= len(links) <= 5
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    if width == 1400:  # each link lands on its finding
+        findings = page_at(links[0].split("#")[0], width)
+        ids = findings.eval_on_selector_all("article [id^='finding-']", "es => es.map(e => e.id)")
+        assert {link.split("#")[1] for link in links} <= set(ids)
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_chart_without_labels(example_site: BuiltSite, http_base: str, page_at, lang: str, width: int) -> None:
+    checked = labelled = 0
+    for name in ("index", "modules", "roofline", "histograms"):
+        page = page_at(_url(http_base, lang, name), width)
+        charts = page.eval_on_selector_all("div.kr-chart", """ds => ds.map(d => {
+            const svg = d.querySelector('svg.marks');
+            const texts = svg ? [...svg.querySelectorAll('g.mark-text text')].map(t => t.textContent).filter(Boolean) : [];
+            const titles = svg ? [...svg.querySelectorAll('.role-axis-title text')].map(t => t.textContent) : [];
+            return {id: d.id, drawn: !!svg, texts: texts.length, titles: titles.length,
+                    width: svg ? svg.getBoundingClientRect().width : 0, box: d.clientWidth,
+                    scale: svg ? svg.getBoundingClientRect().width / svg.width.baseVal.value : 0};
+        })""")
+        for chart in charts:
+            assert chart["drawn"] and chart["titles"] >= 1, chart
+            assert chart["width"] <= chart["box"] + 1, chart  # re-laid out, never wider than the column
+            assert chart["scale"] == pytest.approx(1.0, abs=0.02), chart  # drawn at its size: text keeps its size
+            if chart["id"].startswith(LABELLED):
+                assert chart["texts"] >= 2, chart
+                labelled += 1
+            checked += 1
+    assert checked >= 20 and labelled >= 8
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_table_wider_than_the_column_at_1400_px(example_site: BuiltSite, http_base: str, page_at,
+                                                   lang: str) -> None:
+    for name in PAGES:
+        page = page_at(_url(http_base, lang, name), 1400)
+        page.wait_for_timeout(100)  # kr-tables.js measures on the next frame
+        wide = page.evaluate("""() => { const column = document.querySelector('article').clientWidth;
+            return [...document.querySelectorAll('article table')].map(t => {
+                const box = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+                return [t.className, Math.round(t.getBoundingClientRect().width), box.clientWidth, column]; })
+              .filter(([, w, box, col]) => w > box + 1 || w > col + 1); }""")
+        assert wide == [], (name, wide)
+
+
+def test_the_zh_version_selector_shows_zh_titles(http_base: str, page_at) -> None:
+    for lang in ("en", "zh"):
+        page = page_at(_url(http_base, lang, "roofline"), 1400)
+        page.wait_for_selector(".md-version__link", state="attached")
+        first_text = "e => [...e.childNodes].filter(n => n.nodeType === 3).map(n => n.nodeValue.trim()).join('')"
+        page.wait_for_function(f"t => ({first_text})(document.querySelector('.md-version__current')) === t",
+                               arg=TITLES[lang])
+        shown = page.eval_on_selector_all(".md-version__link", f"as => as.map({first_text})")
+        assert shown == [TITLES[lang], "V1: eager attention" if lang == "en" else "第一版：eager 注意力"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_search_returns_only_the_pages_language(http_base: str, page_at, lang: str) -> None:
+    page = page_at(_url(http_base, lang, "index"), 1400)
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("decode")  # Material searches on key events
+    page.wait_for_selector(".md-search-result__item a", state="attached", timeout=20_000)
+    hrefs = page.eval_on_selector_all(".md-search-result__item a", "as => as.map(a => a.href)")
+    assert len(hrefs) >= 3
+    in_zh = [f"/{VERSION}/zh/" in href for href in hrefs]
+    assert all(in_zh) if lang == "zh" else not any(in_zh), hrefs
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_overview_screenshots(example_site: BuiltSite, page_at, lang: str, tmp_path_factory) -> None:
+    folder = Path(tmp_path_factory.getbasetemp()) / "overview-shots"
+    folder.mkdir(exist_ok=True)
+    page = page_at(_url(example_site.site.as_uri() + "/", lang, "index"), 1400)
+    page.screenshot(path=str(folder / f"overview-{lang}-1400.png"), full_page=True)
+    assert (folder / f"overview-{lang}-1400.png").stat().st_size > 50_000
