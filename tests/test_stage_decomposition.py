@@ -65,5 +65,7 @@ def test_largest_savings_are_the_largest_exclusive_bounds(decomposition) -> None
     savings = sorted((f.bound.exclusive_saving_ns for f in result.findings
                       if f.bound is not None and not f.abstained and f.bound.exclusive_saving_ns > 0), reverse=True)
     assert [f.bound.exclusive_saving_ns for f in chosen] == savings[:5]
-    assert [(f.id, f.stage) for f in chosen][:2] == [("occupancy", "decode"), ("fusion", "decode")]
+    # decode fusion (7.266 ms, its own) leads; decode occupancy (6.561 ms) shares 3.208 ms with it
+    assert [(f.id, f.stage) for f in chosen][:2] == [("fusion", "decode"), ("occupancy", "decode")]
+    assert round(chosen[1].bound.shared_ns / 1e6, 3) == 3.208
     assert len({finding_anchor(f) for f in result.findings}) == len(result.findings)
