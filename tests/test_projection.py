@@ -98,9 +98,10 @@ def test_h200_to_h100_validation(h200: VersionInputs, h100: VersionInputs) -> No
     """The figures docs/projection.md reports: every stage with ≥ 1 ms within 10 % (the no-change
     baseline misses by up to 9.8 %); the top-20 kernels' median |error| is under 10 % but not below
     the baseline's: latency-bound kernels are 5–25 % slower on the H100 and no datasheet figure says so."""
-    other = proj.Check(H100_RUN.name, h100.gpus[0].name, h100.kernel_summary)
+    other = proj.Check(H100_RUN.name, h100.gpus[0].name, h100.kernel_summary, h100.manifest)
     result = proj.what_if(h200, _joined(h200), load_chip("h100-sxm"), shipped_chips(), other)
     check = result["validation"]
+    assert "differences" not in check  # the same workload and parameters: the check is made
     stages = {row["stage"]: row for row in check["stages"]}
     truth = _capture_totals(H100_RUN)
     for stage, row in stages.items():
@@ -117,6 +118,16 @@ def test_h200_to_h100_validation(h200: VersionInputs, h100: VersionInputs) -> No
     assert all(r["low_ns"] <= r["projected_ns"] <= r["high_ns"] for r in result["stages"])
     inside = [r["stage"] for r in result["stages"] if r["low_ns"] <= stages[r["stage"]]["measured_ns"] <= r["high_ns"]]
     assert inside == ["clip", "projector", "prefill", "decode"]  # SAM's H100 time lies 2.7 % under the low end
+
+
+def test_no_check_against_another_program(h100: VersionInputs) -> None:
+    """The bundled example's eager version is not checked against the H100 SDPA capture: the two
+    manifests differ in params.attn_impl, so the H100's times would judge another program."""
+    eager = read_run(RUNS / "ocr-vlm-eager-v2")
+    other = proj.Check(H100_RUN.name, h100.gpus[0].name, h100.kernel_summary, h100.manifest)
+    result = proj.what_if(eager, _joined(eager), load_chip("h100-sxm"), shipped_chips(), other, with_sensitivity=False)
+    assert result["validation"] == {"run": H100_RUN.name, "gpu": h100.gpus[0].name,
+                                    "differences": ["params.attn_impl: eager / sdpa"]}
 
 
 def test_the_efficiency_model_overshoots_where_dram_is_seldom_busy(h200: VersionInputs, h100: VersionInputs) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from generator.analyses.kernel_match import match_kernels
+from generator.analyses.like_with_like import PARAMETER, WORKLOAD, like_with_like
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
 from generator.model import ALL_STAGES, GpuInfo, VersionInputs
@@ -490,11 +491,13 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 @dataclass(frozen=True)
 class Check:
-    """A capture of the same workload on the target chip: its directory name, GPU and nsys kernel summary."""
+    """A capture of the same workload on the target chip: its directory name, GPU, nsys kernel summary
+    and manifest (what it ran, to refuse checking a projection against another program)."""
 
     run: str
     gpu: str | None
     summary: pd.DataFrame
+    manifest: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -533,12 +536,24 @@ def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped:
     power = energy(inputs.manifest, projection, tokens(inputs.manifest))
     if power is not None:
         result["energy"] = _records(power)
-    if other is not None:
+    differences = unlike(inputs.manifest, other.manifest) if other is not None else []
+    if other is not None and differences:
+        result["validation"] = {"run": other.run, "gpu": other.gpu, "differences": differences}
+    elif other is not None:
         check = validate(projection, other.summary, top_n)
         result["validation"] = {"run": other.run, "gpu": other.gpu, "stages": _records(check.stages),
                                 "kernels": _records(check.kernels), "unmatched": check.unmatched,
                                 "unequal_launches": check.unequal, **check.summary()}
     return result
+
+
+def unlike(captured: dict | None, other: dict | None) -> list[str]:
+    """What the capture to check against ran differently (workload, model or parameters), as
+    ``key: here / there``; empty when both manifests agree or either is missing."""
+    if not isinstance(captured, dict) or not isinstance(other, dict):
+        return []
+    found = like_with_like(captured, other, [], [], None)["differences"]
+    return [f"{d['key']}: {d['previous']} / {d['current']}" for d in found if d["kind"] in (WORKLOAD, PARAMETER)]
 
 
 def _chip_dict(chip: Chip) -> dict:

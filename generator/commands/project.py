@@ -113,7 +113,10 @@ def _print(console: Console, result: dict) -> None:
     if result["energy"] is None:
         console.print("energy not recorded in this capture")
     check = result["validation"]
-    if check is not None:
+    if check is not None and check.get("differences"):
+        console.print(f"not checked against {check['run']}: it ran another program "
+                      f"({'; '.join(check['differences'])}; here / there)", markup=False)
+    elif check is not None:
         table = Table("stage", "projected ms", f"measured on {check['gpu']} ms", "error", "no-change error",
                       title="validation against the capture on the target")
         for row in check["stages"]:

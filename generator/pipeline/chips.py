@@ -102,7 +102,7 @@ def read_run(path: Path) -> VersionInputs:
 def check_of(run: Path) -> Check:
     """The parts of a capture run a projection is checked against."""
     found = read_run(run)
-    return Check(run.name, found.gpus[0].name if found.gpus else None, found.kernel_summary)
+    return Check(run.name, found.gpus[0].name if found.gpus else None, found.kernel_summary, found.manifest)
 
 
 def report_targets(config: ReportConfig, report_file: Path) -> tuple[Target, ...]:
