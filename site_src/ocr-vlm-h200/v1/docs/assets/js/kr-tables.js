@@ -5,16 +5,17 @@
 //   again reverses. Right-aligned columns are numeric: a cell sorts by its `data-sort` value or
 //   else the first number of its text ("1,234.5", "+3.2", "4.22–8.29" → 4.22); cells without a
 //   number ("unknown") sort last either way. Other columns sort as text in the page's language.
-// - filtering (tables with more than FILTER_MIN_ROWS rows): a search box above the table keeps
+// - filtering (tables of more than two columns and FILTER_MIN_ROWS rows): a search box above the table keeps
 //   the rows whose text, or a kernel name's full name on hover, contains every typed word.
-// A table wider than the page's column scrolls inside its own box (see markWide).
+// A table wider than the page's column takes the table of contents' room, then scrolls inside its
+// own box (see markWide).
 // The words (box label, header hint) come from the page: `.kr-table-words` data attributes,
 // rendered from the translation files.
 (function () {
   "use strict";
 
   const TABLES = "article table:not([class])";
-  const FILTER_MIN_ROWS = 5;
+  const FILTER_MIN_ROWS = 15;
   const NUMBER = /[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+\u2212]?\.\d+/;
 
   function words() {
@@ -109,13 +110,21 @@
 
   // Wide screens lay tables out in the page, so their header sticks while the page scrolls; a
   // table still wider than the column scrolls inside its own box instead (class kr-wide).
-  function markWide() {
-    document.querySelectorAll(TABLES).forEach((table) => {
+  // A page with a table wider than its column first gives it the table of contents' room
+  // (class kr-no-toc on the body hides the right sidebar), then measures again.
+  function wideTables() {
+    return Array.from(document.querySelectorAll(TABLES)).filter((table) => {
       const box = table.closest(".md-typeset__scrollwrap");
-      if (!box) return;
-      box.classList.remove("kr-wide");
-      if (table.getBoundingClientRect().width > box.clientWidth + 1) box.classList.add("kr-wide");
+      return box && table.getBoundingClientRect().width > box.clientWidth + 1;
     });
+  }
+
+  function markWide() {
+    document.querySelectorAll(".md-typeset__scrollwrap.kr-wide").forEach((box) => box.classList.remove("kr-wide"));
+    document.body.classList.remove("kr-no-toc");
+    if (!wideTables().length) return;
+    document.body.classList.add("kr-no-toc");
+    wideTables().forEach((table) => table.closest(".md-typeset__scrollwrap").classList.add("kr-wide"));
   }
 
   function setUp() {
@@ -125,7 +134,7 @@
       table.dataset.krTable = "ready";
       const count = table.tBodies[0].rows.length;
       if (count > 1) makeSortable(table, text.sort);
-      if (count > FILTER_MIN_ROWS) addFilter(table, text.filter);
+      if (count > FILTER_MIN_ROWS && table.tHead.rows[0].cells.length > 2) addFilter(table, text.filter);
     });
     window.requestAnimationFrame(markWide);
   }
