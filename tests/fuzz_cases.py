@@ -450,19 +450,39 @@ def _run_forked(case: Case, scratch: Path, out: Path, err: Path) -> tuple[int | 
     return _wait(pid, case.timeout)
 
 
+def _high_water_mb(pid: int) -> float:
+    """The largest ``VmHWM`` (peak resident memory) of ``pid`` and its descendants now, in MB; 0 for
+    processes already gone. Unlike ``ru_maxrss``, an exec'd child's figure is its own: Linux keeps the
+    parent's peak in ``ru_maxrss`` of a child started by vfork (subprocess) or fork."""
+    peak, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+        peak = max(peak, int(found[1]) / 1024 if found else 0.0)
+        todo.extend(int(child) for child in children)
+    return peak
+
+
 def _wait(pid: int, timeout: float) -> tuple[int | None, float]:
     """The child's wait status (None after killing it at ``timeout`` seconds) and its peak resident
-    memory in MB (``ru_maxrss`` of it and the children it waited for)."""
+    memory in MB: the largest :func:`_high_water_mb` seen while it ran (``ru_maxrss`` of it and the
+    children it waited for when it ended before the first look)."""
     import time
-    deadline = time.monotonic() + timeout
+    deadline, peak = time.monotonic() + timeout, 0.0
     while time.monotonic() < deadline:
         done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
-            return status, usage.ru_maxrss / 1024
+            return status, peak or usage.ru_maxrss / 1024
+        peak = max(peak, _high_water_mb(pid))
         time.sleep(0.01)
     os.kill(pid, signal.SIGKILL)
     _, _, usage = os.wait4(pid, 0)
-    return None, usage.ru_maxrss / 1024
+    return None, peak or usage.ru_maxrss / 1024
 
 
 def _classify(case: Case, status: int | None, stderr: str) -> str:
