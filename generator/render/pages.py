@@ -146,12 +146,16 @@ def finding_anchor(finding: Finding) -> str:
     return "finding-" + re.sub(r"[^a-z0-9]+", "-", f"{finding.id}-{finding.stage or ALL_STAGES}".lower()).strip("-")
 
 
+#: what ends a sentence in the pages' languages: a space, a full stop, an ideographic full stop (U+3002)
+SENTENCE_END = " .\u3002"
+
+
 def headline(text: str) -> str:
     """A finding's headline: the bold text it opens with (the whole first sentence where it has none)."""
     bold = re.match(r"\*\*(.+?)\*\*", text, re.S)
     if bold:
-        return bold[1].rstrip(" .。")
-    return re.split(r"(?<=[.。])\s", text, maxsplit=1)[0].rstrip(" .。")
+        return bold[1].rstrip(SENTENCE_END)
+    return re.split(rf"(?<=[{SENTENCE_END.strip()}])\s", text, maxsplit=1)[0].rstrip(SENTENCE_END)
 
 
 def _kernel_list(kernels: tuple[str, ...], unknown: str, t: Callable[..., str]) -> str:
