@@ -17,7 +17,7 @@ from generator.resources import TEMPLATES
 #: remaining tags, inline code, link targets.
 _NOT_PROSE = (
     (re.compile(r"\A---\n.*?\n---\n", re.S), ""),
-    (re.compile(r"^(`{3,}).*?^\1", re.S | re.M), ""),
+    (re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1", re.S | re.M), ""),  # fences, also indented in a note block
     (re.compile(r"<script.*?</script>", re.S), ""),
     (re.compile(r'<span class="kr-(?:name|raw)"[^>]*>.*?</span>', re.S), ""),
     (re.compile(r"<[^>]+>"), ""),
