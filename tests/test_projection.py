@@ -236,6 +236,9 @@ def test_energy_only_from_the_manifest(h200: VersionInputs) -> None:
     projection = proj.project(h200.kernel_summary, _joined(h200), h200.stage_spans, stages, _basis(h200), chip)
     assert proj.energy(h200.manifest, projection, proj.tokens(h200.manifest)) is None
     assert proj.tokens(h200.manifest) == {"decode": 32, "prefill": 64}
+    # a workload that generates no tokens has none, whatever its parameters say (new_tokens 32 here)
+    vit = json.loads((RUNS / "vit-sweep" / "image-size224_batch1" / "manifest.json").read_text())
+    assert vit["params"]["new_tokens"] == 32 and proj.tokens(vit) == {}
     manifest = {**h200.manifest, "energy": {"source": "nvml", "note": "", "stages": {
         "decode": {"joules": 96.0, "seconds": 0.8, "watts": 120.0, "resolved": True}}}}
     table = proj.energy(manifest, projection, proj.tokens(manifest))

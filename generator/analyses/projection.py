@@ -31,6 +31,7 @@ from generator.analyses.like_with_like import PARAMETER, WORKLOAD, like_with_lik
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
 from generator.model import ALL_STAGES, GpuInfo, VersionInputs
+from generator.workload_params import generated_tokens
 
 #: chip figures: key → (unit, what it is); every chip file gives these (power_w and tf32 optional)
 FIGURES: dict[str, str] = {
@@ -476,12 +477,15 @@ def stage_list(summary: pd.DataFrame) -> list[str]:
 
 
 def tokens(manifest: dict | None) -> dict[str, int]:
-    """Tokens per stage from the capture's params: decode makes new_tokens × batch, prefill reads
-    prompt_len × batch; other stages have none."""
+    """Tokens per stage of a workload that generates them (workload_params.generated_tokens): decode
+    makes those, prefill reads prompt_len × batch; a workload that generates none has no tokens."""
+    generated = generated_tokens(manifest)
+    if generated is None:
+        return {}
     params = (manifest or {}).get("params") or {}
-    batch = params.get("batch") or 1
-    counts = {"decode": params.get("new_tokens"), "prefill": params.get("prompt_len")}
-    return {stage: int(n) * int(batch) for stage, n in counts.items() if isinstance(n, int) and n > 0}
+    prompt, batch = params.get("prompt_len"), params.get("batch") or 1
+    read = {"prefill": prompt * batch} if isinstance(prompt, int) and prompt > 0 and isinstance(batch, int) else {}
+    return {"decode": generated, **read}
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
