@@ -21,7 +21,7 @@ m["notes"].append("nsys/report.nsys-rep (over 5 MB) was not kept; nsys/report.sq
 open(p, "w").write(json.dumps(m, indent=1, ensure_ascii=False) + "\n")
 PY
     done
-    find "$d" \( -name 'report*.sqlite' -o -name 'report*.ncu-rep' -o -name 'raw*.csv' -o -name 'ncu_kernels_mangled*.csv' \) \
+    find "$d" \( -name 'report*.sqlite' -o -name 'report*.ncu-rep' -o -name 'raw*.csv' -o -name 'ncu_kernels_mangled*.csv' -o -name 'calls.csv' \) \
       -size +64k -exec xz -T0 -6 {} +
   done
   tar -cf "$OUT/$name.tar" "${dirs[@]}"
