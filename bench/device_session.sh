@@ -2,6 +2,9 @@
 # How the 2026-11-29 H200 captures in examples/runs/*-h200{,-a,-b} were made: on the device, from the
 # repository root with .whl/ (duckdb, adbc, backports.zstd, nvtx, platformdirs, cpp-demangle wheels for
 # Python 3.12) and .device/ (libdw/libelf debs) carried: `bash bench/device_session.sh compiled llm-a …`.
+# The run directories were renamed when committed: compiled-block → compiled-block-h200, llm-decode-a/-b →
+# llm-decode-h200-a/-b, llm-decode-eager-attn → llm-decode-eager-attn-h200, llm-decode-graph-node →
+# llm-decode-graph-h200, llm-decode-graph-whole → llm-decode-graph-whole-h200, ocr-vlm-a/-b → ocr-vlm-sdpa-h200-a/-b.
 # One device call: install carried wheels, then each job NAME in "$@" (see job()), packed into $OUT.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD
