@@ -233,8 +233,9 @@ class VersionInputs:
     launches: pd.DataFrame | None = None
     #: launch configurations of the nsys SQLite exports' kernels (LAUNCH_CONFIG_COLUMNS), None without one
     launch_configs: pd.DataFrame | None = None
-    #: per (stage, kernel) the operator call that made its profiled launch (useful_work.OP_CALL_COLUMNS:
-    #: op, m, n, k, batch, flop, ideal_bytes), from a run's ops/calls.csv; None where no shapes were recorded
+    #: per (stage, kernel) the operator call that made its profiled launch (readers.op_calls.JOINED_COLUMNS:
+    #: call, op, m, n, k, batch, flop, ideal_bytes, operand shapes), from a run's ops/calls.csv; None where
+    #: no shapes were recorded
     op_calls: pd.DataFrame | None = None
     #: each kernel of the version's PyTorch traces recorded with shapes and the operator call that
     #: launched it (readers.torch_trace.KERNEL_OP_COLUMNS), None where no trace carries shapes

@@ -50,13 +50,20 @@ def read_op_calls(path: Path) -> pd.DataFrame:
     return frame[CALL_COLUMNS]
 
 
+#: what :func:`run_op_calls` gives per (stage, kernel): the call's key, op, product dims, FLOP, ideal
+#: bytes and the operands' shapes, dtypes and strides (JSON text) that useful_work.call_work reads, and
+#: the representative launch's configuration (grid, block) with the stage's launches that share it
+JOINED_COLUMNS = ["stage", "name", "iteration", "call", "op", "m", "n", "k", "batch", "flop", "ideal_bytes",
+                  "input_shapes", "input_dtypes", "input_strides", "grid", "block", "config_launches"]
+
+
 def run_op_calls(path: Path, sqlite: Path, stages: Sequence[str], names: Sequence[str]) -> pd.DataFrame:
     """Per (stage, kernel) of ``names`` the call that made its representative launch (the one ncu
-    profiled): stage, name, op, m, n, k, batch, flop, ideal_bytes (useful_work.OP_CALL_COLUMNS)."""
+    profiled): JOINED_COLUMNS."""
     calls = read_op_calls(path).drop_duplicates(["iteration", "call"])
     with plain_file(sqlite) as plain:
         launches = representative_launches(plain, stages, names, MODULE_NVTX_DOMAIN, OPS_NVTX_DOMAIN)
     launches = launches.dropna(subset=["operator"]).astype({"operator": "int64"})
-    joined = launches[["stage", "name", "marked", "operator"]].merge(
+    joined = launches[["stage", "name", "marked", "operator", "grid", "block", "config_launches"]].merge(
         calls.drop(columns="stage"), left_on=["marked", "operator"], right_on=["iteration", "call"])
-    return joined[["stage", "name", "op", "m", "n", "k", "batch", "flop", "ideal_bytes"]].reset_index(drop=True)
+    return joined[JOINED_COLUMNS].reset_index(drop=True)

@@ -20,8 +20,9 @@ from generator.model import ALL_STAGES, GpuInfo, whole_graphs
 
 MIN_STAGE_SHARE_PCT = 1.0  # a stage below this share of all GPU time gets no per-stage finding
 MIN_KERNEL_STAGE_PCT = 1.0  # a kernel below this share of its stage is not named on its own
-#: per-launch columns a kernel's floor reads (useful work from shapes where known, ncu's counters)
-FLOOR_COLUMNS = ("useful_flop", "ideal_bytes", "flop_tensor", "flop_fp32", "dram_bytes")
+#: per-launch columns a kernel's floor reads (useful work from shapes where known, ncu's counters, and
+#: how many of the stage's launches the shapes describe)
+FLOOR_COLUMNS = ("useful_flop", "ideal_bytes", "flop_tensor", "flop_fp32", "dram_bytes", "shape_launches")
 
 
 @dataclass(frozen=True)
@@ -124,15 +125,19 @@ def column(rows: pd.DataFrame, name: str) -> pd.Series:
 def floor_bound(rows: pd.DataFrame, stage_ns: float, total_ns: float, inputs: FindingInputs) -> Bound:
     """Bound over kernel rows (``total_ns`` and ``count`` in the stage): each launch can at most
     reach its physical floor (floors.launch_floor), so the saving is Σ (measured − floor) over launches;
-    rows without a time are affected but not saved. ``floor_basis`` is the term that sets most of
-    the floor time."""
+    rows without a time are affected but not saved. Where the shapes describe only some launches (the
+    profiled launch's configuration, ``shape_launches``) the others' floor is the shortest kernel.
+    ``floor_basis`` is the term that sets most of the floor time."""
     affected = float(rows["total_ns"].sum()) if len(rows) else 0.0
     parts, basis_ns = [], {}
     for _, row in rows.iterrows():
         if pd.isna(row["total_ns"]) or pd.isna(row.get("count")):
             continue
         floor, basis = inputs.kernel_floor(row)
-        floor_total = floor * float(row["count"])
+        count = float(row["count"])
+        described = pd.to_numeric(row.get("shape_launches"), errors="coerce")
+        described = count if described is None or pd.isna(described) else min(float(described), count)
+        floor_total = floor * described + max(inputs.shortest_ns, 0.0) * (count - described)
         parts.append((str(row["name"]), max(float(row["total_ns"]) - floor_total, 0.0)))
         basis_ns[basis] = basis_ns.get(basis, 0.0) + floor_total
     saving = sum(s for _, s in parts)
@@ -141,12 +146,9 @@ def floor_bound(rows: pd.DataFrame, stage_ns: float, total_ns: float, inputs: Fi
     return Bound(affected, stage_ns, total_ns, saving, headroom, floor_basis=floor_basis, parts=tuple(parts))
 
 
-def removal_bound(affected_ns: float, stage_ns: float, total_ns: float, basis: str = "gpu_time",
-                  rows: pd.DataFrame | None = None) -> Bound:
-    """Bound of removing the time altogether (fusing kernels away, closing idle gaps): all of it
-    (``rows``: the kernels it sums over, each removed whole)."""
-    parts = tuple((str(n), float(t)) for n, t in zip(rows["name"], rows["total_ns"])) if rows is not None else ()
-    return Bound(affected_ns, stage_ns, total_ns, affected_ns, None, basis, parts=parts)
+def removal_bound(affected_ns: float, stage_ns: float, total_ns: float, basis: str = "span") -> Bound:
+    """Bound of closing idle time altogether (no kernel runs in it, so no floor applies): all of it."""
+    return Bound(affected_ns, stage_ns, total_ns, affected_ns, None, basis)
 
 
 def r(value: float, digits: int = 2) -> float:

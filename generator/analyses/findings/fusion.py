@@ -1,12 +1,14 @@
 """Elementwise, copy/cast, concatenation and reduction kernels inside the measured stages:
-what a fusion (producer/consumer) engine would absorb, with the kernels named."""
+what a fusion (producer/consumer) engine would absorb, with the kernels named; the saving is theirs
+down to their physical floors (context.floor_bound), not their whole time."""
 from __future__ import annotations
 
 from generator.analyses.findings.context import (
     MIN_KERNEL_STAGE_PCT,
     FindingInputs,
+    floor_bound,
     make,
-    removal_bound,
+    ms,
     share,
 )
 from generator.analyses.result import Finding
@@ -34,6 +36,7 @@ def fusion(inputs: FindingInputs) -> list[Finding]:
             part = hit[hit["category"].isin(categories)]
             evidence[f"{group}_pct"] = (share(float(part["total_ns"].sum()), stage_ns), "%")
         named = hit[100.0 * hit["total_ns"] / stage_ns >= MIN_KERNEL_STAGE_PCT].head(NAMED_KERNELS)
-        bound = removal_bound(float(hit["total_ns"].sum()), stage_ns, inputs.total_ns, rows=hit)
+        bound = floor_bound(inputs.with_floor_columns(hit, stage), stage_ns, inputs.total_ns, inputs)
+        evidence["saving_ms"] = (ms(bound.saving_ns), "ms")
         found.append(make("fusion", stage, evidence, named, bound, "medium"))
     return found

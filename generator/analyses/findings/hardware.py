@@ -7,7 +7,7 @@ import pandas as pd
 from generator.analyses.findings.context import FindingInputs, column, make, r, share
 from generator.analyses.findings.efficiency import FEW_WAVES, LOW_OCCUPANCY_PCT
 from generator.analyses.findings.fusion import FUSABLE
-from generator.analyses.findings.matmul import PRODUCT_CATEGORIES
+from generator.analyses.findings.matmul import PRODUCT_CATEGORIES, row_count
 from generator.analyses.findings.precision import precision_fallback
 from generator.analyses.result import Finding
 from generator.model import ALL_STAGES
@@ -91,7 +91,7 @@ def cache_sizing(inputs: FindingInputs) -> Finding:
 
 def decode_units(inputs: FindingInputs) -> Finding:
     """Decode matrix products: executed FLOP/s (Σ executed FLOP × launches / Σ kernel time) vs the
-    tensor peak; with operator shapes, their rows, the useful share of executed FLOP (padding) and the
+    tensor peak; with operator shapes, their rows per weight matrix, the useful share of executed FLOP (padding) and the
     useful FLOP/s (Σ useful FLOP × launches / Σ kernel time). Without shapes the useful work is unknown."""
     k = inputs.profiled(DECODE)
     k = k[k["category"].isin(PRODUCT_CATEGORIES)] if len(k) else k
@@ -105,12 +105,15 @@ def decode_units(inputs: FindingInputs) -> Finding:
         "executed_tflops": (r(float((executed * k["count"]).sum()) / time_s / 1e12, 2), "TFLOP/s"),
         "peak_tflops": (r(peak / 1e12, 1), "TFLOP/s")}
     useful = pd.to_numeric(column(k, "useful_flop"), errors="coerce")
-    if useful.notna().all():  # every decode product's shapes known
-        rows = pd.to_numeric(k["m"]) * pd.to_numeric(k["batch"])
-        evidence["min_rows"] = (int(rows.min()), "rows")
-        evidence["max_rows"] = (int(rows.max()), "rows")
-        evidence["useful_pct"] = (share(float((useful * k["count"]).sum()), float((executed * k["count"]).sum())), "%")
-        evidence["useful_tflops"] = (r(float((useful * k["count"]).sum()) / time_s / 1e12, 3), "TFLOP/s")
+    # every decode product's operator call known; a call's other kernels (a split-K reduction) add
+    # their executed FLOP and time but no useful FLOP (useful_work gives the call's work to one kernel)
+    if column(k, "op").notna().all() and useful.notna().any():
+        rows = pd.to_numeric(k["rows"], errors="coerce").dropna()
+        evidence["min_rows"] = (row_count(rows.min()), "rows")
+        evidence["max_rows"] = (row_count(rows.max()), "rows")
+        done = float((useful.fillna(0.0) * k["count"]).sum())
+        evidence["useful_pct"] = (share(done, float((executed * k["count"]).sum())), "%")
+        evidence["useful_tflops"] = (r(done / time_s / 1e12, 3), "TFLOP/s")
     return make("hw_decode_units", DECODE, evidence, k.head(4), kind=HW, confidence="medium")
 
 
@@ -139,6 +142,7 @@ def precision(inputs: FindingInputs) -> Finding:
         "dtype": (str(inputs.params.get("dtype") or ""), ""),
         "fp32_flop_pct": (share(flop["flop_fp32"], total), "%"),
         "fallback_us": (r(sum(f.bound.affected_ns for f in fallbacks) / 1e3, 1), "µs"),
+        "fallback_saving_us": (r(sum(f.bound.saving_ns for f in fallbacks) / 1e3, 1), "µs"),
         "fallbacks": (len(fallbacks), "kernels")}, kind=HW, confidence="medium")
 
 

@@ -36,5 +36,5 @@ def launch_overhead(inputs: FindingInputs) -> list[Finding]:
         if pd.notna(row.get("launch_call_med_ns")):
             evidence["median_launch_us"] = (us(row["launch_call_med_ns"]), "µs")
         found.append(make("launch_overhead", stage, evidence, None,
-                          removal_bound(idle, span, span_total, "span"), "high"))
+                          removal_bound(idle, span, span_total), "high"))
     return found

@@ -1,6 +1,7 @@
-"""Matrix products by what the operator asked for: shape class (GEMV when M = 1, skinny, GEMM), rows
-and padding (useful / executed FLOP) from operator shapes only, beside what ncu executed (FLOP per
-DRAM byte, tensor-core share). Where shapes are unknown the finding says the useful work is unknown:
+"""Matrix products by what the operator asked for: shape class (GEMV when a weight matrix multiplies
+one row, skinny, GEMM), rows per weight matrix (per expert of a grouped product) and padding (useful /
+executed FLOP) from operator shapes only, beside what ncu executed (FLOP per DRAM byte, tensor-core
+share). Where shapes are unknown the finding says the useful work is unknown:
 ncu's counters include tile padding, so no row count or class is read from them."""
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ from generator.analyses.useful_work import UNKNOWN
 
 PRODUCT_CATEGORIES = frozenset({"gemm", "gemv"})
 MIN_PRODUCT_STAGE_PCT = 10.0  # products below this share of a stage get no finding there
+
+
+def row_count(rows: float) -> float:
+    """Rows per weight matrix as the pages quote them: whole, or to one decimal (an average per expert)."""
+    return int(rows) if float(rows).is_integer() else r(rows, 1)
 
 
 def products(inputs: FindingInputs, stage: str) -> pd.DataFrame:
@@ -59,9 +65,9 @@ def matmul_shapes(inputs: FindingInputs) -> list[Finding]:
             shaped = k[known]
             for name in ("gemv", "skinny", "gemm"):
                 evidence[f"{name}_pct"] = (share(float(shaped.loc[classes[known] == name, "total_ns"].sum()), time), "%")
-            rows = pd.to_numeric(shaped["m"]) * pd.to_numeric(shaped["batch"])
-            evidence["min_rows"] = (int(rows.min()), "rows")
-            evidence["max_rows"] = (int(rows.max()), "rows")
+            rows = pd.to_numeric(shaped["rows"])
+            evidence["min_rows"] = (row_count(rows.min()), "rows")
+            evidence["max_rows"] = (row_count(rows.max()), "rows")
             padding = pd.to_numeric(shaped["padding"], errors="coerce").dropna()
             if len(padding):
                 evidence["min_useful_pct"] = (r(100.0 * padding.min(), 1), "%")
