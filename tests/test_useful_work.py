@@ -4,8 +4,9 @@
   decode launches: every profiled matrix product's useful FLOP is 2·M·N·K of the model's known shapes
   (Llama 1024 hidden, GQA 16/4 heads of 64, 2816 MLP; 64 prompt tokens + 785 ViT tokens at 448 px /
   16), and padding = useful / ncu's executed tensor FLOP.
-- every committed report: no saving exceeds Σ (measured − floor) recomputed here from the nsys summary
-  and ncu's bytes; the exclusive savings of a stage add up to at most its time; no duplicates; on
+- every committed report and capture (examples/runs/*: each run directory with a manifest, the ViT
+  sweep's points one by one, the whole-graph export): no saving exceeds Σ (measured − floor) recomputed here from the
+  nsys summary, the useful work and ncu's bytes; the exclusive savings of a stage add up to at most its time; no duplicates; on
   captures without shapes no finding states a row count or a shape class.
 - the launch-call median of a stage is the one plain SQL finds in that stage's NVTX ranges.
 """
@@ -25,7 +26,7 @@ import pytest
 from generator.analyses.floors import FROM_SHAPES, launch_floor
 from generator.analyses.useful_work import launch_work, product_work, shape_class
 from generator.analyses.version import AnalysisSettings, analyze_version
-from generator.pipeline.config import load_report
+from generator.pipeline.config import files_report, load_report
 from generator.pipeline.inputs import InputCache, version_inputs
 from generator.readers.nsys_sqlite import stage_timeline
 from generator.render.findings import render_finding
@@ -36,6 +37,10 @@ ROOT = Path(__file__).parent.parent
 REPORTS = [ROOT / "examples" / "ocr-vlm" / "report.yaml", ROOT / "examples" / "llm-decode" / "report.yaml",
            ROOT / "examples" / "small-vlm-h200" / "report.yaml",
            ROOT / "tests" / "data" / "ocr-vlm-eager-vs-sdpa" / "report.yaml"]
+#: every committed capture: the run directories, and the nsys export of whole-graph replays (no manifest)
+CAPTURES = [*sorted(p.parent for p in (ROOT / "examples" / "runs").glob("*/manifest.json")),
+            *sorted(p.parent for p in (ROOT / "examples" / "runs" / "vit-sweep").glob("*/manifest.json")),
+            ROOT / "examples" / "runs" / "llm-decode-graph-whole-h200" / "report.sqlite.xz"]
 HIDDEN, KV, MLP, VOCAB = 1024, 4 * 64, 2816, 32000
 #: (N, K) of the Llama decoder's products: q/o, k/v, gate/up, down, lm_head
 LLAMA_PRODUCTS = {(HIDDEN, HIDDEN), (KV, HIDDEN), (MLP, HIDDEN), (HIDDEN, MLP), (VOCAB, HIDDEN)}
@@ -43,17 +48,21 @@ PREFILL_ROWS = 64 + (448 // 16) ** 2 + 1  # prompt tokens + ViT patches + CLS
 
 
 def _analyzed(report: Path) -> list[tuple]:
-    config = load_report(report)
+    """(inputs, result) per version of a report.yaml, or of the one-version report of a capture."""
+    config = load_report(report) if report.suffix == ".yaml" else files_report([report])
+    base = report if report.suffix == ".yaml" else report.parent
     out, previous = [], None
     with InputCache() as cache:
         for i, version in enumerate(config.versions):
-            inputs = version_inputs(version, cache, report, i)
+            inputs = version_inputs(version, cache, base, i)
             previous = analyze_version(version.id, inputs, AnalysisSettings(rule="sol"), previous)
             out.append((inputs, previous))
     return out
 
 
-@pytest.fixture(scope="module", params=REPORTS, ids=[p.parent.name for p in REPORTS])
+@pytest.fixture(scope="module", params=[*REPORTS, *CAPTURES],
+                ids=[p.parent.name if p.suffix == ".yaml" else p.name for p in REPORTS] + [
+                    str(p.relative_to(ROOT / "examples" / "runs")) for p in CAPTURES])
 def report(request):
     return _analyzed(request.param)
 
@@ -98,7 +107,7 @@ def test_decode_findings_say_gemv_with_its_padding(small):
 def test_product_work_formulas():
     bf16 = ["c10::BFloat16"] * 3
     assert product_work("aten::addmm", [[768], [785, 768], [768, 768], [], []], [*bf16, "Scalar", "Scalar"]) == {
-        "m": 785, "n": 768, "k": 768, "batch": 1, "flop": 2.0 * 785 * 768 * 768,
+        "m": 785, "n": 768, "k": 768, "batch": 1, "rows": 785, "flop": 2.0 * 785 * 768 * 768,
         "ideal_bytes": 2 * (768 + 785 * 768 + 768 * 768 + 785 * 768)}
     assert product_work("aten::bmm", [[16, 64, 64], [16, 64, 849]], bf16[:2])["flop"] == 2.0 * 16 * 64 * 849 * 64
     assert product_work("aten::add", [[1, 2], [1, 2]], bf16[:2]) is None
@@ -106,7 +115,10 @@ def test_product_work_formulas():
 
 
 def _floor_saving(inputs, result, finding) -> float:
-    """Σ over the finding's kernels of (nsys time − launches × floor), the floor recomputed here."""
+    """Σ over the finding's kernels of (nsys time − Σ floor of its launches), the floor recomputed here:
+    max(useful FLOP / tensor peak, ideal bytes / DRAM peak, shortest kernel) for the launches its shapes
+    describe, ncu's DRAM bytes / DRAM peak for a profiled kernel without shapes, else (and for the
+    launches of other configurations) the shortest kernel."""
     summary = inputs.kernel_summary
     shortest = float(pd.to_numeric(summary["min_ns"], errors="coerce").min())
     peaks = result.values["peaks"]
@@ -117,15 +129,20 @@ def _floor_saving(inputs, result, finding) -> float:
     useful = useful[useful["stage"] == finding.stage].set_index("name")
     total = 0.0
     for name, _ in finding.bound.parts:
-        floor = shortest
+        floor, count = shortest, float(rows.loc[name, "count"])
+        described = count
         if name in kernels.index:
             flop = useful.loc[name, "useful_flop"] if name in useful.index else math.nan
             ideal = useful.loc[name, "ideal_bytes"] if name in useful.index else math.nan
-            if not math.isnan(flop):
-                floor = max(floor, 1e9 * flop / peaks.flop_per_s["tensor"], 1e9 * ideal / peaks.dram_bytes_per_s)
+            if not (math.isnan(flop) and math.isnan(ideal)):
+                floor = max(floor, 0.0 if math.isnan(flop) else 1e9 * flop / peaks.flop_per_s["tensor"],
+                            0.0 if math.isnan(ideal) else 1e9 * ideal / peaks.dram_bytes_per_s)
+                launches = useful.loc[name, "shape_launches"]
+                described = count if math.isnan(launches) else min(launches, count)
             elif not math.isnan(kernels.loc[name, "dram_bytes"]):
                 floor = max(floor, 1e9 * kernels.loc[name, "dram_bytes"] / peaks.dram_bytes_per_s)
-        total += max(float(rows.loc[name, "total_ns"]) - float(rows.loc[name, "count"]) * floor, 0.0)
+        floors = described * floor + (count - described) * shortest
+        total += max(float(rows.loc[name, "total_ns"]) - floors, 0.0)
     return total
 
 
@@ -151,9 +168,9 @@ def test_exclusive_savings_of_a_stage_add_up_and_no_duplicates(report):
             keys = [(tuple(sorted(k for k, _ in f.bound.parts)), round(f.bound.saving_ns)) for f in kernel_time
                     if f.bound.parts]
             assert len(keys) == len(set(keys)), (result.version_id, stage)
-        for f in kernel_time:  # high confidence is earned: a floor from shapes within 2x of the time
-            if f.confidence == "high" and f.bound.saving_ns:
-                assert f.bound.floor_basis in FROM_SHAPES and f.bound.headroom <= 2.0, (result.version_id, f.id)
+            for f in kernel_time:  # high confidence is earned: a floor from shapes within 2x of the time
+                if f.confidence == "high" and f.bound.saving_ns:
+                    assert f.bound.floor_basis in FROM_SHAPES and f.bound.headroom <= 2.0, (result.version_id, f.id)
 
 
 #: words that state a row count or a shape class (saying that rows are unknown is allowed)
@@ -219,13 +236,17 @@ def test_floor_function():
         (2000.0, "shortest_kernel")
 
 
-def test_op_calls_file_absent_or_wrong():
-    """No committed run has ops/calls.csv: none is found (the run has no shapes); a CSV that is not
-    one (here an ncu raw export) is refused in one line naming the file and the missing column."""
+def test_op_calls_file_present_or_absent_or_wrong():
+    """A run has ops/calls.csv exactly where its capture recorded shapes (an ops/ folder); a CSV that is
+    not one (here an ncu raw export) is refused in one line naming the file and the missing column."""
     from generator.errors import InputError
     from generator.readers.op_calls import calls_file, read_op_calls
 
-    assert all(calls_file(run) is None for run in (ROOT / "examples" / "runs").iterdir() if run.is_dir())
+    runs = [run for run in (ROOT / "examples" / "runs").iterdir() if run.is_dir()]
+    assert {run.name for run in runs if calls_file(run) is not None} == {run.name for run in runs
+                                                                         if (run / "ops").is_dir()}
+    assert calls_file(ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200") is None
+    assert calls_file(ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200-a").name == "calls.csv.xz"
     wrong = ROOT / "tests" / "data" / "h200-small" / "small_vlm_decode_ncu_raw.csv.xz"
     with pytest.raises(InputError, match=r"small_vlm_decode_ncu_raw\.csv\.xz.*missing column 'iteration'"):
         read_op_calls(wrong)

@@ -168,9 +168,9 @@ def launch_work(metrics: pd.DataFrame, kernel_ops: pd.DataFrame) -> pd.DataFrame
     """Per profiled launch (``metrics``: joined ncu launches), the operator call that made it in a
     shapes trace (readers.torch_trace.kernel_ops) and its work (:func:`product_work`): per stage, the
     first run of trace kernels that are the stage's profiled launches one by one, in launch order.
-    A stage whose launches match no run has no shapes (no row). Columns: launch_id, stage, name,
-    then OP_CALL_COLUMNS[3:]."""
-    columns = ["launch_id", "stage", "name", *OP_CALL_COLUMNS[3:]]
+    A stage whose launches match no run has no shapes (no row). Columns: launch_id, stage, name, op,
+    then WORK."""
+    columns = ["launch_id", "stage", "name", "op", *WORK]
     if not len(metrics) or not len(kernel_ops):
         return pd.DataFrame(columns=columns)
     launches = metrics.sort_values("launch_id", kind="stable")
