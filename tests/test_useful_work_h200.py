@@ -125,7 +125,10 @@ def test_decode_products_at_batch_1_multiply_one_row_per_weight_matrix(shaped):
         assert (row["rows"], row["shape_class"]) == (1, "gemv")
     (shapes,) = [f for f in result.findings if f.id == "matmul_shapes" and f.stage == "decode"]
     assert (shapes.evidence["verdict"], shapes.evidence["min_rows"], shapes.evidence["max_rows"]) == ("gemv", 1, 1)
-    assert shapes.evidence["gemv_pct"] > 97 and shapes.evidence["skinny_pct"] == shapes.evidence["gemm_pct"] == 0.0
+    assert shapes.evidence["skinny_pct"] == shapes.evidence["gemm_pct"] == 0.0
+    # the rest is llm-decode's split-K reduction, which carries no work of its own
+    assert shapes.evidence["gemv_pct"] + shapes.evidence["unknown_pct"] == pytest.approx(100.0, abs=0.1)
+    assert shapes.evidence["gemv_pct"] > 97
     (units,) = [f for f in result.findings if f.id == "hw_decode_units"]
     assert (units.evidence["min_rows"], units.evidence["max_rows"]) == (1, 1)
 

@@ -65,6 +65,8 @@ def matmul_shapes(inputs: FindingInputs) -> list[Finding]:
             shaped = k[known]
             for name in ("gemv", "skinny", "gemm"):
                 evidence[f"{name}_pct"] = (share(float(shaped.loc[classes[known] == name, "total_ns"].sum()), time), "%")
+            # products without shapes of their own (another kernel of their call carries its work)
+            evidence["unknown_pct"] = (share(float(k.loc[~known, "total_ns"].sum()), time), "%")
             rows = pd.to_numeric(shaped["rows"])
             evidence["min_rows"] = (row_count(rows.min()), "rows")
             evidence["max_rows"] = (row_count(rows.max()), "rows")
