@@ -90,7 +90,7 @@ def weight_rows(op: str, m: float, batch: float, shapes: Sequence[Sequence[int]]
     if pd.isna(m):
         return math.nan
     right = list(shapes[1]) if len(shapes) > 1 else []
-    if base_op(op) == GROUPED and len(shapes[0]) == 2 and len(right) == 3:
+    if base_op(op) == GROUPED and len(right) == 3 and len(shapes[0]) == 2:
         return max(1.0, float(m) / right[0]) if right[0] else math.nan
     if base_op(op) == "matmul" and _elements(right[:-2]) <= 1:
         return float(m) * (1.0 if pd.isna(batch) else float(batch))
