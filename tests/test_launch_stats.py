@@ -100,9 +100,9 @@ def _calls(seed: int, sizes: np.ndarray, sigma: float = 0.01) -> np.ndarray:
 
 
 def test_one_kernel_name_over_calls_of_different_sizes() -> None:
-    """One elementwise kernel name over calls of three sizes, laid out as in the sam stage of
-    ocr-vlm-sdpa-h200-a: 12 blocks of 23, 23 and 42 µs launches, blocks 2, 5, 8 and 11 with a 697 µs
-    one more; next to it 104 launches of 3-35 µs. Each call jitters 1 % between two captures of one
+    """One elementwise kernel name over calls of three sizes, laid out like its 38 launches in the sam
+    stage of ocr-vlm-sdpa-h200-a: 12 blocks of 23, 23 and 42 µs launches, blocks 2, 5, 8 and 11 with a
+    697 µs one more; next to it 104 launches of 3-35 µs. Each call jitters 1 % between two captures of one
     program. Resampling launches, even within each kernel, draws the 697 µs call 0-9 times: an
     interval far wider than ±10 % that says nothing about the launches. Resampled as pairs (the k-th
     launch of a kernel in both captures), it stays within ±1 %; the 23 and 42 µs calls 20 % slower
