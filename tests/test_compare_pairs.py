@@ -1,5 +1,5 @@
-"""`compare` on committed H200 capture pairs (examples/runs; no two back-to-back captures of one
-preset exist yet, so the nearest pairs stand in):
+"""`compare` on older committed H200 capture pairs (examples/runs; the back-to-back pairs of one
+preset are in test_compare_h200_pairs):
 
 - ocr-vlm-eager → ocr-vlm-eager-v2: one workload, same parameters, captured hours apart (v2 adds
   module ranges): no stage changes, exit 0.
@@ -50,16 +50,17 @@ def test_eager_attention_instead_of_sdpa_fails(tmp_path: Path, capsys: pytest.Ca
     assert [(d["kind"], d["key"], d["previous"], d["current"]) for d in report["like_with_like"]["differences"]][0] \
         == ("parameter", "params.attn_impl", "sdpa", "eager")
     stages = {r["stage"]: r for r in report["stages"]}
-    assert [s for s, r in stages.items() if r["kernel_verdict"] == "slower"] == ["sam", "clip", "decode", "all"]
-    assert stages["prefill"]["kernel_verdict"] == "unchanged"
-    for stage in ("sam", "clip", "decode"):
+    # prefill too: +3.1 % [+2.5 %, +3.7 %] against a 2.4 % band (its attention kernels swapped as well)
+    assert [s for s, r in stages.items() if r["kernel_verdict"] == "slower"] == [
+        "sam", "clip", "prefill", "decode", "all"]
+    for stage in ("sam", "clip", "prefill", "decode"):
         row = stages[stage]
         assert row["kernel_low_pct"] > row["kernel_noise_pct"] and row["kernel_low_pct"] < row["kernel_rel_pct"]
     # the longest profiled kernel is another kernel in each: named, no change computed between them
     longest = report["longest_kernel"]
     assert longest["same_kernel"] is False and longest["duration_us"]["rel_pct"] is None
     out = capsys.readouterr().out
-    assert "FAIL: kernel time got slower in sam, clip, decode, all." in out
+    assert "FAIL: kernel time got slower in sam, clip, prefill, decode, all." in out
     assert "sam slower; most of it: Direct Copy (FP32, unrolled) (added) +2.566 ms" in out
     assert "(added)" in out.split("clip slower")[0]
 
@@ -100,7 +101,7 @@ def test_the_site_page_says_what_compare_says(tmp_path: Path) -> None:
         if row["kernel_low_pct"] is not None:
             assert f"| [{row['kernel_low_pct']:+.1f}%, {row['kernel_high_pct']:+.1f}%] |" in line
     assert [r["kernel_verdict"] for r in report["stages"]] == [
-        "faster", "faster", "not enough launches", "unchanged", "faster", "faster"]
+        "faster", "faster", "not enough launches", "faster", "faster", "faster"]
     assert "params.attn\\_impl: eager → sdpa" in page  # Markdown-escaped
     longest = next(ln for ln in page.splitlines() if ln.startswith("The longest profiled kernel changed from"))
     assert longest.index("Softmax-1 (FP32)") < longest.index("cuDNN Conv Forward (BF16)")

@@ -93,6 +93,41 @@ def test_stage_kernel_time_sums_every_launch() -> None:
     assert ls.total_change(single, [d * 1.5 for d in single], TICK).verdict == ls.TOO_FEW
 
 
+def _calls(seed: int, sizes: np.ndarray, sigma: float = 0.01) -> np.ndarray:
+    """One launch per call, each call's duration jittered log-normally around its size (ns)."""
+    values = sizes * np.random.default_rng(seed).lognormal(0.0, sigma, len(sizes))
+    return np.round(values / TICK) * TICK
+
+
+def test_one_kernel_name_over_calls_of_different_sizes() -> None:
+    """One elementwise kernel name over calls of three sizes, laid out like its 38 launches in the sam
+    stage of ocr-vlm-sdpa-h200-a: 12 blocks of 23, 23 and 42 µs launches, blocks 2, 5, 8 and 11 with a
+    697 µs one more; next to it 104 launches of 3-35 µs. Each call jitters 1 % between two captures of one
+    program. Resampling launches, even within each kernel, draws the 697 µs call 0-9 times: an
+    interval far wider than ±10 % that says nothing about the launches. Resampled as pairs (the k-th
+    launch of a kernel in both captures), it stays within ±1 %; the 23 and 42 µs calls 20 % slower
+    move the stage by their share (+3.7 %) and are found."""
+    blocks = [[23_000.0, 23_000.0, 42_000.0] + ([697_000.0] if b % 3 == 2 else []) for b in range(12)]
+    mixed = np.array([d for block in blocks for d in block])
+    small = np.random.default_rng(50).uniform(3_000.0, 35_000.0, 104)
+    before = [_calls(51, mixed), _calls(52, small)]
+    after = [_calls(53, mixed), _calls(54, small)]
+    same = ls.total_change(before, after, TICK)
+    assert same.verdict == ls.UNCHANGED
+    assert 0.99 < same.low <= same.ratio <= same.high < 1.01
+    rng = np.random.default_rng(ls.SEED)  # what resampling each side on its own gives
+    draws = [sum(d[rng.integers(0, len(d), size=(ls.RESAMPLES, len(d)))].sum(axis=1) for d in side)
+             for side in (before, after)]
+    unpaired = np.percentile(draws[1] / draws[0], [2.5, 97.5])
+    assert unpaired[0] < 0.9 and unpaired[1] > 1.1
+    slower = [_calls(53, np.where(mixed < 100_000.0, mixed * 1.20, mixed)), after[1]]
+    change = ls.total_change(before, slower, TICK)
+    share = 0.2 * (24 * 23_000.0 + 12 * 42_000.0) / sum(d.sum() for d in before)
+    assert change.verdict == ls.SLOWER and change.low < 1 + share < change.high
+    assert ls.total_change([*before, np.array([], dtype=float)], [*after, _calls(55, small)], TICK).verdict \
+        == ls.SLOWER  # a kernel only the current capture ran: all its time is the change
+
+
 def test_the_same_inputs_give_the_same_numbers() -> None:
     a, b = _launches(40), _launches(41, median=10_300.0)
     assert ls.median_change(a, b, TICK) == ls.median_change(a, b, TICK)

@@ -3,10 +3,16 @@ interval of the change, and a noise band measured inside each capture.
 
 A change is a ratio (current / previous): of the median launch durations for one kernel, of the
 summed launch durations for a stage's kernel time, of the median instance span for a stage's span.
-Its 95 % interval comes from a seeded bootstrap (scipy.stats.bootstrap for medians; a bootstrap
-stratified by kernel for sums), so the same inputs give the same numbers. The noise band is what
-the capture itself shows without any change: the later half of the launches against the earlier
-half (of each kernel, in start order), in either capture, and at least one timer tick. A verdict is
+Its 95 % interval comes from a seeded bootstrap (scipy.stats.bootstrap for medians; for sums, a
+bootstrap of launch pairs within each kernel), so the same inputs give the same numbers. One kernel
+name covers launches of different sizes (an elementwise kernel over a 700 µs tensor and over 23 µs
+ones), so a stage's launches are no sample of one distribution: resampling them, even within each
+kernel, measures the mix of sizes, not how launches vary. The k-th launch of a kernel in one capture
+and in the other are the same call of the same program, so a kernel with as many launches on both
+sides is resampled as pairs, and the ratio of the resampled sums moves only as far as pairs differ.
+The noise band is what the capture itself shows without any change: the later half of the launches
+against the earlier half (of each kernel, in start order; a stage repeats its calls layer after
+layer, so both halves hold one mix), in either capture, and at least one timer tick. A verdict is
 "slower" or "faster" only when the whole interval lies outside the band, "unchanged" otherwise, and
 "not enough launches" below MIN_LAUNCHES on either side.
 """
@@ -116,15 +122,23 @@ def median_change(before: np.ndarray, after: np.ndarray, tick: float) -> Change:
     return Change(prev, cur, ratio, low, high, noise, verdict(low, high, noise, enough))
 
 
-def _stratified_totals(groups: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-    """RESAMPLES bootstrap sums of all launches, each kernel's launches resampled among themselves."""
-    totals = np.zeros(RESAMPLES)
-    for durations in groups:
-        if len(durations) == 1 or np.all(durations == durations[0]):
-            totals += durations.sum()
+def _paired_totals(before: list[np.ndarray], after: list[np.ndarray],
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """RESAMPLES bootstrap sums of all launches of either side, each kernel's launches resampled among
+    themselves: as pairs (the same draws on both sides) where both sides have as many, else each side
+    on its own."""
+    totals = np.zeros(RESAMPLES), np.zeros(RESAMPLES)
+    for pair in zip(before, after, strict=True):
+        if len(pair[0]) == len(pair[1]) and len(pair[0]) > 1:
+            picks = rng.integers(0, len(pair[0]), size=(RESAMPLES, len(pair[0])))
+            for total, durations in zip(totals, pair):
+                total += durations[picks].sum(axis=1)
             continue
-        picks = rng.integers(0, len(durations), size=(RESAMPLES, len(durations)))
-        totals += durations[picks].sum(axis=1)
+        for total, durations in zip(totals, pair):
+            if len(durations) < 2 or np.all(durations == durations[0]):
+                total += durations.sum()
+            else:
+                total += durations[rng.integers(0, len(durations), size=(RESAMPLES, len(durations)))].sum(axis=1)
     return totals
 
 
@@ -142,8 +156,9 @@ def _halves_total_noise(groups: list[np.ndarray]) -> float:
 
 
 def total_change(before: list[np.ndarray], after: list[np.ndarray], tick: float) -> Change:
-    """The change of a stage's kernel time (the sum of its launches; one array per kernel, start
-    order). Enough launches: kernels with MIN_LAUNCHES or more hold at least half the time, both sides."""
+    """The change of a stage's kernel time (the sum of its launches): one array per kernel in start
+    order, aligned (before[i] and after[i] are one kernel identity; empty where a side has none).
+    Enough launches: kernels with MIN_LAUNCHES or more hold at least half the time, both sides."""
     prev = float(sum(d.sum() for d in before))
     cur = float(sum(d.sum() for d in after))
     if not prev or not cur:
@@ -157,7 +172,8 @@ def total_change(before: list[np.ndarray], after: list[np.ndarray], tick: float)
     low = high = NAN
     if enough:
         rng = np.random.default_rng(SEED)
-        ratios = _stratified_totals(after, rng) / _stratified_totals(before, rng)
+        previous, current = _paired_totals(before, after, rng)
+        ratios = current / previous
         tail = (1.0 - CONFIDENCE) / 2 * 100
         low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
     return Change(prev, cur, cur / prev, low, high, noise, verdict(low, high, noise, enough))

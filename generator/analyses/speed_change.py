@@ -62,6 +62,24 @@ def _kernels(launches: pd.DataFrame) -> dict[str, np.ndarray]:
     return {name: group["duration_ns"].to_numpy(dtype=float) for name, group in ordered.groupby("name", sort=True)}
 
 
+def _aligned(previous: pd.DataFrame, current: pd.DataFrame) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each side's launch durations per kernel (:func:`_kernels`) of every stage, aligned: the i-th
+    arrays are one kernel paired by identity within a stage, an empty array where a side lacks it."""
+    previous_kernels, current_kernels = [], []
+    for stage in dict.fromkeys([*previous["stage"], *current["stage"]]):
+        before = _kernels(previous[previous["stage"] == stage])
+        after = _kernels(current[current["stage"] == stage])
+        pairs = [(left, right) for left, right, _ in match_kernels(list(before), list(after))]
+        lefts, rights = {left for left, _ in pairs}, {right for _, right in pairs}
+        none = np.array([], dtype=float)
+        rows = [(before[left], after[right]) for left, right in pairs]
+        rows += [(none, durations) for name, durations in after.items() if name not in rights]
+        rows += [(durations, none) for name, durations in before.items() if name not in lefts]
+        previous_kernels += [row[0] for row in rows]
+        current_kernels += [row[1] for row in rows]
+    return previous_kernels, current_kernels
+
+
 def _spans(launches: pd.DataFrame) -> np.ndarray:
     """The span of each NVTX range instance (first start to last end, ns), in start order."""
     ends = launches["start_ns"] + launches["duration_ns"]
@@ -98,9 +116,7 @@ def stage_speed(previous: pd.DataFrame, current: pd.DataFrame, graph_stages: set
     rows = []
     for stage in [*stages, ALL_STAGES]:
         before, after = _stage_launches(previous, stage), _stage_launches(current, stage)
-        groups = [frame.groupby("stage", sort=False) for frame in (before, after)]
-        kernels = [[d for _, g in grouped for d in _kernels(g).values()] for grouped in groups]
-        kernel = ls.total_change(*kernels, tick) if len(before) and len(after) else _missing()
+        kernel = ls.total_change(*_aligned(before, after), tick) if len(before) and len(after) else _missing()
         span = (ls.median_change(_spans(before), _spans(after), tick)
                 if len(before) and len(after) and stage != ALL_STAGES else _missing())
         if span.verdict == ls.TOO_FEW:

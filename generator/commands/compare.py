@@ -41,6 +41,7 @@ HELP = "compare two captures (nsys durations decide, ncu explains); exit 1 when 
 OVERALL = "overall_means"
 NAME_SHOWN = 60
 CI_WIDTH = 150  # console width when stdout is not a terminal (CI logs)
+ONE_SIDE_SHOWN = 10  # kernels added or removed listed in the console (--json has all)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
                   "like_with_like": verdicts.like if verdicts else None,
                   "stages": verdicts.stages.to_dict("records") if verdicts else [],
                   "kernels": verdicts.kernels.to_dict("records") if verdicts else [],
+                  "kernels_added_removed": verdicts.one_side().to_dict("records") if verdicts else [],
                   "longest_kernel": verdicts.longest if verdicts else None,
                   "ncu_context": context.as_dict(), "failed": failed,
                   "baseline_gpu": baseline.gpu, "current_gpu": current.gpu,
@@ -90,6 +92,7 @@ class Verdicts:
     like: dict[str, Any]  # like_with_like.like_with_like
     stages: pd.DataFrame  # speed_change.STAGE_SPEED_COLUMNS
     kernels: pd.DataFrame  # speed_change.KERNEL_SPEED_COLUMNS
+    changes: pd.DataFrame  # speed_change.KERNEL_CHANGE_COLUMNS
     longest: dict[str, Any] | None  # compare_versions' longest_kernel
     previous_launches: pd.DataFrame  # nsys_sqlite.LAUNCH_COLUMNS of the baseline
     launches: pd.DataFrame  # and of the current capture
@@ -97,6 +100,12 @@ class Verdicts:
     def failed(self) -> bool:
         """A stage's kernel time got slower (never a span, never a kernel alone, never ncu)."""
         return bool((self.stages["kernel_verdict"] == SLOWER).any())
+
+    def one_side(self) -> pd.DataFrame:
+        """The kernels that ran in one capture only, the most time first: no interval, no verdict."""
+        one_side = self.changes[self.changes["status"] != "paired"]
+        order = one_side["abs_ns"].abs().sort_values(ascending=False, kind="stable").index
+        return one_side.loc[order].reset_index(drop=True)
 
 
 def _verdicts(baseline: Side, current: Side) -> Verdicts | None:
@@ -111,7 +120,7 @@ def _verdicts(baseline: Side, current: Side) -> Verdicts | None:
                              alone=current.alone)
     comparison = result.values.get("comparison") or {}
     return Verdicts(result.values["like_with_like"], result.values["stage_speed"], result.values["kernel_speed"],
-                    comparison.get("longest_kernel"), baseline.inputs.launches, current.inputs.launches)
+                    result.values["kernel_changes"], comparison.get("longest_kernel"), baseline.inputs.launches, current.inputs.launches)
 
 
 @dataclass
@@ -359,6 +368,7 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
                           _interval(row), f"{row['noise_pct']:.1f}%", f"[{style}]{row['verdict']}[/{style}]",
                           _context(context, row["prev_name"], row["stage"]) or _context(context, row["name"], row["stage"]))
         console.print(table)
+    _print_one_side(console, verdicts.one_side(), names)
     counts = verdicts.kernels["verdict"].value_counts()
     console.print(f"{len(verdicts.kernels)} kernels paired by identity within stages: "
                   + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (SLOWER, FASTER, UNCHANGED, TOO_FEW)) + ".")
@@ -371,6 +381,23 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
     console.print(f"[red]FAIL[/red]: kernel time got slower in {', '.join(slower)}." if failed
                   else "[green]OK[/green]: no stage's kernel time got slower beyond the noise.")
     return failed
+
+
+def _print_one_side(console: Console, one_side: pd.DataFrame, names: dict[str, str]) -> None:
+    """The kernels added or removed (all measured stages together), the most time first."""
+    if not len(one_side):
+        return
+    table = Table("kernel", "", "launches", "change ms",
+                  title="kernels that ran in one capture only (measured stages together): "
+                        "no interval, their whole time is the change")
+    for row in one_side.head(ONE_SIDE_SHOWN).to_dict("records"):
+        added = row["status"] == "added"
+        table.add_row(_shown_name(row["name"] if added else row["prev_name"], names), row["status"],
+                      f"{row['count'] if added else row['prev_count']:,}",
+                      f"{row['abs_ns'] / 1e6:+,.3f}")
+    console.print(table)
+    if len(one_side) > ONE_SIDE_SHOWN:
+        console.print(f"… and {len(one_side) - ONE_SIDE_SHOWN} more (--json lists all).")
 
 
 def _print_context(console: Console, result: Comparison, names: dict[str, str]) -> None:
