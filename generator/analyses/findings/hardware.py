@@ -92,7 +92,8 @@ def cache_sizing(inputs: FindingInputs) -> Finding:
         known, over = k[dram.notna()], k[dram > inputs.l2_bytes]
         time = float(known["total_ns"].sum())
         evidence.update({
-            "l2_mib": (r(inputs.l2_bytes / 2**20, 1), "MiB"), "kernels": (len(known), "kernels"),
+            "l2_mib": (r(inputs.l2_bytes / 2**20, 1), "MiB"), "l2_bytes": (inputs.l2_bytes, "bytes"),
+            "kernels": (len(known), "kernels"),
             "over_kernels": (len(over), "kernels"), "over_pct": (share(float(over["total_ns"].sum()), time), "%"),
             "within_kernels": (len(known) - len(over), "kernels"),
             "within_pct": (share(time - float(over["total_ns"].sum()), time), "%")})
