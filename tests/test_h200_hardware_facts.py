@@ -58,8 +58,8 @@ def test_l2_sizing_against_the_recorded_capacity(docs: dict[str, Path]) -> None:
     assert f"The largest DRAM traffic per launch of a profiled kernel (the mean of its profiled launches) is " \
            f"{round(mean.max() / 2**20, 2)} MiB" in text
     assert (f"The L2 holds 60.0 MiB (62,914,560 bytes, the capture's device attribute). Of the {len(mean)} profiled "
-            f"kernels with a DRAM count, {over} move more than that per launch") in text
-    assert f"their working sets exceed the L2; {len(mean) - over} move at most that" in text
+            f"kernels with a DRAM count, those moving more than that per launch: {over} (") in text
+    assert f"whose working sets exceed the L2; those moving at most that: {len(mean) - over} (" in text
     assert "Formula: DRAM bytes per launch > L2 capacity ⇒ working set > L2." in text
     assert "L2 容量为 60.0 MiB（62,914,560 字节" in line(docs["new"] / "findings.zh.md", "**L1 / L2 容量。**")
 
