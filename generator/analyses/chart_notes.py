@@ -52,16 +52,19 @@ def histogram_note(metric: str, values: pd.DataFrame) -> Note | None:
 
 
 def top_note(stage: str, top: pd.DataFrame) -> Note | None:
-    """The first kernel's share and how many of the first kernels make up HALF_PCT of the stage (CUDA
-    graphs traced as whole graphs are no kernels: not counted)."""
+    """The first kernel's share and how many of the first kernels make up HALF_PCT of the stage; CUDA
+    graphs traced as whole graphs are no kernels: their share is stated apart and not counted."""
+    graphs = float(top.loc[whole_graphs(top["name"]), "time_pct"].astype(float).sum())
     top = top[~whole_graphs(top["name"])].reset_index(drop=True)
     if not len(top):
-        return None
+        return {"id": "top_graphs_only", "values": {"stage": stage, "graph_pct": graphs}} if graphs else None
     share = top["time_pct"].astype(float)
     cumulative = share.cumsum()
     reached = cumulative[cumulative >= HALF_PCT]
     values = {"stage": stage, "kernel_name": top["friendly_name"].iloc[0], "first_pct": float(share.iloc[0]),
               "n": len(top), "shown_pct": float(cumulative.iloc[-1])}
+    if graphs:
+        return {"id": "top_graphs", "values": {**values, "graph_pct": graphs}}
     if not len(reached):
         return {"id": "top_spread", "values": values}
     k = int(reached.index[0]) + 1  # ``top`` is indexed 0 … n-1 in rank order

@@ -447,6 +447,11 @@ ENERGY_COLUMNS = ["stage", "seconds", "joules", "watts", "tokens", "joules_per_t
                   "projected_joules"]
 
 
+def _number(value: object) -> float:
+    """A manifest figure as a float, NaN where it is null (a stage the energy counter did not resolve)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
 def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]) -> pd.DataFrame | None:
     """Per stage the capture's measured energy (manifest ``energy.stages``) and joules per token, and
     the projected kernel time at the target's stated power (an upper bound: board power × time);
@@ -460,10 +465,10 @@ def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]
     for stage, item in stages.items():
         if not isinstance(item, dict):
             continue
-        joules, seconds = float(item.get("joules", math.nan)), float(item.get("seconds", math.nan))
+        joules, seconds = _number(item.get("joules")), _number(item.get("seconds"))
         count = tokens.get(stage)
         seconds_p = projected.get(stage, math.nan) / 1e9
-        rows.append({"stage": stage, "seconds": seconds, "joules": joules, "watts": float(item.get("watts", math.nan)),
+        rows.append({"stage": stage, "seconds": seconds, "joules": joules, "watts": _number(item.get("watts")),
                      "tokens": count, "joules_per_token": joules / count if count else math.nan,
                      "projected_seconds": seconds_p, "projected_joules": seconds_p * power})
     return pd.DataFrame(rows, columns=ENERGY_COLUMNS)

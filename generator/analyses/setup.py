@@ -79,13 +79,41 @@ def _overhead_row(stage: str, values: dict[str, Any]) -> dict[str, Any]:
             "direct_pct": values.get("direct_pct")}
 
 
+def _overhead_runs_given(argv: Any) -> int | None:
+    """The ``--overhead-runs`` a capture command line gave (None: not given or not a number)."""
+    words = [str(w) for w in argv] if isinstance(argv, list) else []
+    for i, word in enumerate(words):
+        if word == "--overhead-runs" and i + 1 < len(words):
+            value = words[i + 1]
+        elif word.startswith("--overhead-runs="):
+            value = word.partition("=")[2]
+        else:
+            continue
+        return int(value) if value.isdigit() else None
+    return None
+
+
+def overhead_absent(manifest: dict[str, Any], depth: Any) -> str | None:
+    """Why a manifest has no instrumentation cost: "predates" (no ``module_overhead`` key),
+    "no_ranges" (module depth 0), "not_timed" (captured with ``--overhead-runs 0``), "unknown";
+    None when it has one."""
+    if "module_overhead" not in manifest:
+        return "predates"
+    if isinstance(manifest["module_overhead"], dict):
+        return None
+    if depth == 0:
+        return "no_ranges"
+    return "not_timed" if _overhead_runs_given(manifest.get("argv")) == 0 else "unknown"
+
+
 def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     """The test setup a capture manifest records, for the overview (None without a manifest):
     ``model`` {workload, source: "preset" | "directory" | "function", directory, weights: "random" |
     "real" | "unknown"}, ``params`` [(key, value, how)] of the parameters the workload reads,
     ``mode`` "eager" | "cuda_graph", ``capture`` settings, ``overhead`` rows per stage (module
-    ranges' cost: timed and direct %, spread), and the keys newer captures add (``fidelity``,
-    ``energy``, ``clocks``, ``tokens``, ``gpus``), each None where the manifest lacks it."""
+    ranges' cost: timed and direct %, spread), ``overhead_absent`` (why there are none), and the keys
+    newer captures add (``fidelity``, ``energy``, ``clocks``, ``tokens``, ``gpus``), each None where
+    the manifest lacks it."""
     if not isinstance(manifest, dict):
         return None
     workload = str(manifest.get("workload") or "")
@@ -118,6 +146,7 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
                     "overhead_runs": _dig(manifest, ("module_overhead", "runs"))},
         "overhead": [_overhead_row(stage, values) for stage, values in overhead.items() if isinstance(values, dict)]
         if isinstance(overhead, dict) else [],
+        "overhead_absent": overhead_absent(manifest, depth),
         "overhead_total": _overhead_row(ALL_STAGES, _dig(manifest, ("module_overhead", "total")) or {}),
         "overhead_per_call_us": (lambda s: s * 1e6 if isinstance(s, (int, float)) else None)(
             _dig(manifest, ("module_overhead", "seconds_per_call"))),

@@ -38,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--date", type=datetime.date.fromisoformat, metavar="YYYY-MM-DD",
                         help="the version date of a report made from profiler files (default: the newest run's "
                              "creation day, else the newest file's modification day)")
+    parser.add_argument("--stages", type=lambda text: [s.strip() for s in text.split(",") if s.strip()],
+                        metavar="RANGE,…",
+                        help="read each nsys file given by name in these NVTX ranges, one stage each (e.g. "
+                             "prefill,decode; `python -m generator inspect FILE` lists them; default: the whole file)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="site directory (default: site)")
     parser.add_argument("--src", type=Path,
                         help="where the Markdown sources go (default: OUT_src beside --out; the bundled example's "
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if not langs or unknown or len(set(langs)) != len(langs):
         raise InputError("--lang", f"expected a list of distinct languages out of {','.join(LANGS)}")
     paths = args.reports or [_example()]
-    reports = _reports(paths, args.title, args.date)
+    reports = _reports(paths, args.title, args.date, args.stages)
     for path, config in reports if args.reports and not _made_from_files(reports) else []:
         for lang, keys in untranslated(config, langs).items():
             shown = f"the {DEFAULT_LANG} text" if lang != DEFAULT_LANG else "the text of another language"
@@ -83,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reports(paths: list[Path], title: str | None, date: datetime.date | None) -> list[tuple[Path, ReportConfig]]:
+def _reports(paths: list[Path], title: str | None, date: datetime.date | None,
+             stages: list[str] | None = None) -> list[tuple[Path, ReportConfig]]:
     """Each report.yaml of ``paths`` loaded, or one report made from all of them when they are
     profiler files and capture run directories (never both kinds)."""
     from generator.pipeline.config import files_report, load_report
@@ -98,8 +103,8 @@ def _reports(paths: list[Path], title: str | None, date: datetime.date | None) -
         raise InputError(other, "give report.yaml files, or profiler files and run directories, not both "
                                 "(list the files under a version's inputs in the report.yaml)")
     if profiles:
-        return [(profiles[0], files_report(profiles, title, date))]
-    for option, value in (("--title", title), ("--date", date)):
+        return [(profiles[0], files_report(profiles, title, date, stages))]
+    for option, value in (("--title", title), ("--date", date), ("--stages", stages)):
         if value is not None:
             raise InputError(option, "is for a report made from profiler files; a report.yaml gives its own")
     return [(path, load_report(path)) for path in paths]

@@ -458,11 +458,13 @@ PROFILE_SUFFIXES = (".xz", ".zst", ".gz", ".sqlite", ".nsys-rep", ".qdrep", ".nc
                     ".nsys", ".ncu")
 
 
-def files_report(paths: list[Path], title: str | None = None, date: datetime.date | None = None) -> ReportConfig:
+def files_report(paths: list[Path], title: str | None = None, date: datetime.date | None = None,
+                 stages: list[str] | None = None) -> ReportConfig:
     """A one-version report over capture run directories and profiler files, with no report.yaml.
 
     The title is ``title`` or the inputs' names; the date ``date`` or the newest run's creation day,
     else the newest file's modification day (UTC). Paths are relative to the first input's folder.
+    ``stages``: NVTX ranges each nsys file is read in, one stage each (default: the whole file).
     """
     base = paths[0].resolve().parent
     runs: list[str] = []
@@ -475,7 +477,11 @@ def files_report(paths: list[Path], title: str | None = None, date: datetime.dat
         reader = sniffed(path)
         if reader is None:
             raise InputError(path, "not a profiler file this tool reads (see `python -m generator inspect`)")
-        inputs.setdefault(INPUT_KIND[reader.format], []).append(relative)
+        kind = INPUT_KIND[reader.format]
+        entries = [{"path": relative, "stage": stage} for stage in stages] if stages and kind == "nsys" else [relative]
+        inputs.setdefault(kind, []).extend(entries)
+    if stages and "nsys" not in inputs:
+        raise InputError("--stages", "names NVTX ranges of nsys files; none was given")
     title = title or _names_title(paths)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title).strip("-._")[:100] or "report"
     data = {

@@ -10,15 +10,19 @@ import jinja2
 from generator.analyses.result import Finding
 from generator.languages import LANGS
 from generator.render.compiled_templates import COMPILED
+from generator.render.markdown import escape_text
 from generator.render.translations import term
 from generator.resources import TEMPLATES
 
 
 @cache
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES / "findings"),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False,
-                              bytecode_cache=COMPILED)
+    """The finding templates' environment; ``| md`` prints a name from the inputs as Markdown text."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES / "findings"),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False,
+                             bytecode_cache=COMPILED)
+    env.filters["md"] = escape_text
+    return env
 
 
 def compile_finding_templates() -> None:

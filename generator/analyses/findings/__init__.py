@@ -29,6 +29,7 @@ from generator.analyses.registry import Analysis
 from generator.analyses.result import Finding
 from generator.analyses.roofline import Peaks
 from generator.analyses.settings import AnalysisSettings
+from generator.analyses.setup import workload_setup
 from generator.analyses.useful_work import with_useful_work
 from generator.model import ALL_STAGES, VersionInputs
 from generator.workload_params import generated_tokens
@@ -104,9 +105,13 @@ def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, input
     claims, render.data_files)."""
     params = dict((inputs.manifest or {}).get("params") or {})
     kernels = with_useful_work(ncu_metrics, useful_work)
+    setup = workload_setup(inputs.manifest) or {}
+    l2 = (setup.get("gpus") or [{}])[0].get("l2_cache_bytes")
     return find(FindingInputs(inputs.kernel_summary, kernels, names, peaks, inputs.gpus[0] if inputs.gpus else None,
                               inputs.timeline, params, settings.top_n,
-                              generated_tokens(inputs.manifest)))
+                              generated_tokens(inputs.manifest),
+                              l2 if isinstance(l2, int) and not isinstance(l2, bool) and l2 > 0 else None,
+                              setup.get("energy")))
 
 
 ANALYSES = [Analysis("findings", version_findings)]

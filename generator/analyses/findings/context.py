@@ -40,6 +40,10 @@ class FindingInputs:
     top_n: int
     #: tokens the measured iteration generated (workload_params.generated_tokens), None: no tokens
     tokens: int | None = None
+    #: the GPU's L2 capacity in bytes (manifest environment.gpus[0].l2_cache_bytes), None: not recorded
+    l2_bytes: int | None = None
+    #: the manifest's ``energy`` record (NVML energy per stage), None: not recorded
+    energy: dict[str, Any] | None = None
 
     @property
     def stages(self) -> list[str]:

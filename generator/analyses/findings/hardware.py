@@ -84,9 +84,20 @@ def cache_sizing(inputs: FindingInputs) -> Finding:
     l1w = k["total_ns"].where(pd.to_numeric(k["l1_hit_rate_pct"], errors="coerce").notna(), 0.0)
     l1 = float((_num(k, "l1_hit_rate_pct") * l1w).sum() / l1w.sum()) if l1w.sum() else float("nan")
     rows = k.loc[[top.name]]
-    return make("hw_cache_sizing", top["stage"], {
+    evidence: dict[str, tuple] = {
         "max_mib": (r(top["dram_bytes"] / 2**20, 2), "MiB/launch"), "max_l2_hit_pct": (r(top["l2_hit_rate_pct"], 1), "%"),
-        "l2_weighted_pct": (r(l2, 1), "%"), "l1_weighted_pct": (r(l1, 1), "%")}, rows, kind=HW, confidence="medium")
+        "l2_weighted_pct": (r(l2, 1), "%"), "l1_weighted_pct": (r(l1, 1), "%"), "l2_mib": (None, "MiB")}
+    if inputs.l2_bytes:  # DRAM bytes per launch, a lower bound on the working set, against the L2
+        dram = pd.to_numeric(k["dram_bytes"], errors="coerce")
+        known, over = k[dram.notna()], k[dram > inputs.l2_bytes]
+        time = float(known["total_ns"].sum())
+        evidence.update({
+            "l2_mib": (r(inputs.l2_bytes / 2**20, 1), "MiB"), "l2_bytes": (inputs.l2_bytes, "bytes"),
+            "kernels": (len(known), "kernels"),
+            "over_kernels": (len(over), "kernels"), "over_pct": (share(float(over["total_ns"].sum()), time), "%"),
+            "within_kernels": (len(known) - len(over), "kernels"),
+            "within_pct": (share(time - float(over["total_ns"].sum()), time), "%")})
+    return make("hw_cache_sizing", top["stage"], evidence, rows, kind=HW, confidence="medium")
 
 
 def decode_units(inputs: FindingInputs) -> Finding:
@@ -162,12 +173,40 @@ def parallelism(inputs: FindingInputs) -> Finding:
         kind=HW, confidence="medium")
 
 
+def _figure(value: object) -> float | None:
+    """A manifest number, None where it is null or not a number."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def power(inputs: FindingInputs) -> Finding:
+    """Energy per stage as the capture's NVML counter measured it (manifest ``energy``): joules,
+    seconds and average watts (J / s) of each resolved stage, the seconds of those too short to
+    resolve, and decode's joules per generated token (workloads that generate tokens). Abstains when
+    the manifest records no energy ("recorded": False) or the capture could not read the counter."""
+    record = inputs.energy
+    if not record or not record.get("source"):
+        return _abstain("power", {"recorded": (record is not None, "")})
+    figures = {s: {k: _figure(v.get(k)) for k in ("joules", "seconds")} | {"resolved": v.get("resolved") is True}
+               for s, v in (record.get("stages") or {}).items() if isinstance(v, dict)}
+    resolved = [{"stage": s, "joules": r(f["joules"], 1), "seconds": r(f["seconds"], 3),
+                 "watts": r(f["joules"] / f["seconds"], 1)}
+                for s, f in figures.items() if f["resolved"] and f["joules"] is not None and f["seconds"]]
+    done = {row["stage"] for row in resolved}
+    unresolved = [{"stage": s, "seconds": r(f["seconds"] or 0.0, 3)} for s, f in figures.items() if s not in done]
+    per_token = figures[DECODE]["joules"] / inputs.tokens if inputs.tokens and DECODE in done else None
+    return make("hw_power", ALL_STAGES, {
+        "resolved": (resolved, "J, s, W"), "unresolved": (unresolved, "stages"),
+        "tokens": (inputs.tokens, "tokens"),
+        "joules_per_token": (None if per_token is None else r(per_token, 2), "J/token")},
+        kind=HW, confidence="medium")
+
+
 def no_evidence(inputs: FindingInputs) -> list[Finding]:
-    """Interconnect (one device, no peer traffic measured) and power (no power metric collected)."""
+    """Interconnect (one device, no peer traffic measured)."""
     devices = int(inputs.timeline["device"].nunique()) if inputs.timeline is not None else 1
-    return [_abstain("interconnect", {"devices": (devices, "GPUs")}), _abstain("power")]
+    return [_abstain("interconnect", {"devices": (devices, "GPUs")})]
 
 
 def hardware(inputs: FindingInputs) -> list[Finding]:
     return [core_balance(inputs), bandwidth(inputs), cache_sizing(inputs), decode_units(inputs),
-            fusion_engine(inputs), precision(inputs), parallelism(inputs), *no_evidence(inputs)]
+            fusion_engine(inputs), precision(inputs), parallelism(inputs), *no_evidence(inputs), power(inputs)]
