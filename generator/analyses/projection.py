@@ -460,13 +460,19 @@ def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]
     for stage, item in stages.items():
         if not isinstance(item, dict):
             continue
-        joules, seconds = float(item.get("joules", math.nan)), float(item.get("seconds", math.nan))
+        joules, seconds = _recorded(item, "joules"), _recorded(item, "seconds")
         count = tokens.get(stage)
         seconds_p = projected.get(stage, math.nan) / 1e9
-        rows.append({"stage": stage, "seconds": seconds, "joules": joules, "watts": float(item.get("watts", math.nan)),
+        rows.append({"stage": stage, "seconds": seconds, "joules": joules, "watts": _recorded(item, "watts"),
                      "tokens": count, "joules_per_token": joules / count if count else math.nan,
                      "projected_seconds": seconds_p, "projected_joules": seconds_p * power})
     return pd.DataFrame(rows, columns=ENERGY_COLUMNS)
+
+
+def _recorded(item: dict, key: str) -> float:
+    """A stage's recorded energy figure; NaN where the capture recorded none (null: a stage too short to resolve)."""
+    value = item.get(key)
+    return math.nan if value is None else float(value)
 
 
 def stage_list(summary: pd.DataFrame) -> list[str]:
