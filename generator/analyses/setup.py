@@ -9,6 +9,7 @@ from typing import Any
 
 from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES
+from generator.readers.fidelity import DIFFERENT, SAME
 from generator.workload_params import PRESET_DEFAULTS, params_read
 
 _TOOL_IN_FORMAT = re.compile(r"\b(nsys|ncu) (\d+(?:\.\d+)+)")
@@ -85,7 +86,8 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     "real" | "unknown"}, ``params`` [(key, value, how)] of the parameters the workload reads,
     ``mode`` "eager" | "cuda_graph", ``capture`` settings, ``overhead`` rows per stage (module
     ranges' cost: timed and direct %, spread), and the keys newer captures add (``fidelity``,
-    ``energy``, ``clocks``, ``tokens``, ``gpus``), each None where the manifest lacks it."""
+    ``energy``, ``clocks``, ``tokens``, ``gpus``), each None where the manifest lacks it;
+    ``fidelity_verdict`` "same" | "different" for the verdicts readers.fidelity writes, else None."""
     if not isinstance(manifest, dict):
         return None
     workload = str(manifest.get("workload") or "")
@@ -106,6 +108,7 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     collection = manifest.get("ncu_collection") if isinstance(manifest.get("ncu_collection"), dict) else {}
     overhead = _dig(manifest, ("module_overhead", "stages"))
     gpus = _dig(manifest, ("environment", "gpus"))
+    fidelity = manifest.get("fidelity") if isinstance(manifest.get("fidelity"), dict) else None
     return {
         "model": {"workload": workload, "source": source, "directory": Path(str(model)).name if model else None,
                   "weights": weights},
@@ -121,7 +124,8 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
         "overhead_total": _overhead_row(ALL_STAGES, _dig(manifest, ("module_overhead", "total")) or {}),
         "overhead_per_call_us": (lambda s: s * 1e6 if isinstance(s, (int, float)) else None)(
             _dig(manifest, ("module_overhead", "seconds_per_call"))),
-        "fidelity": manifest.get("fidelity") if isinstance(manifest.get("fidelity"), dict) else None,
+        "fidelity": fidelity,
+        "fidelity_verdict": {SAME: "same", DIFFERENT: "different"}.get(str((fidelity or {}).get("verdict"))),
         "energy": manifest.get("energy") if isinstance(manifest.get("energy"), dict) else None,
         "clocks": manifest.get("clocks") if isinstance(manifest.get("clocks"), dict) else None,
         "tokens": _dig(manifest, ("tokens", "generated")),
