@@ -17,7 +17,6 @@ import statistics
 from pathlib import Path
 
 import pytest
-
 from helpers_runs import committed, content
 
 from generator.cli import main
