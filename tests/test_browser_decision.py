@@ -22,7 +22,7 @@ browser = test_browser.browser
 #: the latest version and its pages (a comparison page: it has a previous version)
 VERSION = "v3"
 PAGES = (*test_browser.PAGES, "modules")
-TITLES = {"en": "V3: SDPA attention, captured again", "zh": "第三版：SDPA 注意力，重新采集"}
+TITLES = {"en": "V3: SDPA recaptured", "zh": "第三版：SDPA 重新采集"}
 #: charts whose SVG must carry text marks of their own (box and roof labels), not only axes
 LABELLED = ("kr-chart-modules-", "kr-chart-roofline-physical", "kr-chart-roofline-per-kernel")
 
