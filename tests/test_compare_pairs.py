@@ -7,7 +7,8 @@ preset are in test_compare_h200_pairs):
   and kernels that changed named with intervals; the bundled example's site says the same.
 - ocr-vlm-sdpa-h200 → llm-decode-eager: different workloads: one line, no verdict, exit 0.
 - ocr-vlm-sdpa-h200 → ocr-vlm-sdpa-h200-a: the same program captured again days later on another H200
-  (v2 → v3 of the bundled example): every stage unchanged, exit 0; sums and medians equal plain SQL.
+  (v2 → v3 of the bundled example): decode 0.4 % faster beyond the band measured inside the captures,
+  nothing slower, exit 0; sums and medians equal plain SQL.
 """
 from __future__ import annotations
 
@@ -151,12 +152,14 @@ def _launches(run: Path, tmp_path: Path) -> dict[str, dict[str, list[int]]]:
     return out
 
 
-def test_the_same_program_captured_again_changes_nothing(example: list, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_same_program_captured_again_days_later(example: list, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """v2 → v3 of the bundled example: ocr-vlm with SDPA captured again days later on another H200 (2 warm-ups
-    instead of 1, operator marks on, no overhead runs). No stage's kernel time moves beyond its noise; the one
-    kernel whose median did (nvjet 128x8 GEMM in decode, 32 launches, 76.704 → 78.944 µs) is shown, not the
-    gate. Stage sums and that median equal plain SQL over both exports; the v3 page says what compare says."""
+    instead of 1, operator marks on, no overhead runs). Decode's kernel time moves −0.42 %, its interval
+    [−0.49, −0.36] wholly beyond the ±0.15 % band measured inside the captures: faster (the between-day part of
+    the noise is not visible inside one capture); nothing slower: exit 0. The one kernel whose median moved
+    (nvjet 128x8 GEMM in decode, 32 launches, 76.704 → 78.944 µs) is shown, not the gate. Stage sums and that
+    median equal plain SQL over both exports; the v3 page says what compare says."""
     from generator.render.pages import render_page
 
     code, report = _run(tmp_path, "ocr-vlm-sdpa-h200", "ocr-vlm-sdpa-h200-a")
@@ -169,7 +172,9 @@ def test_the_same_program_captured_again_changes_nothing(example: list, tmp_path
     stages = {r["stage"]: r for r in report["stages"]}
     assert {s: r["kernel_verdict"] for s, r in stages.items()} == {
         "sam": "unchanged", "clip": "unchanged", "projector": "not enough launches", "prefill": "unchanged",
-        "decode": "unchanged", "all": "unchanged"}
+        "decode": "faster", "all": "faster"}
+    decode = stages["decode"]
+    assert decode["kernel_high_pct"] < -decode["kernel_noise_pct"] < 0 < decode["kernel_noise_pct"] < 0.2
     before, after = (_launches(RUNS / name, tmp_path) for name in ("ocr-vlm-sdpa-h200", "ocr-vlm-sdpa-h200-a"))
     for stage in STAGES:
         for side, launches, key in (("prev", before, "kernel_prev_ns"), ("cur", after, "kernel_ns")):
