@@ -20,9 +20,9 @@ pytestmark = pytest.mark.browser
 playwright_api = pytest.importorskip("playwright.sync_api")
 browser = test_browser.browser
 #: the latest version and its pages (a comparison page: it has a previous version)
-VERSION = "v2"
+VERSION = "v3"
 PAGES = (*test_browser.PAGES, "modules")
-TITLES = {"en": "V2: SDPA attention", "zh": "第二版：SDPA 注意力"}
+TITLES = {"en": "V3: SDPA recaptured", "zh": "第三版：SDPA 重新采集"}
 #: charts whose SVG must carry text marks of their own (box and roof labels), not only axes
 LABELLED = ("kr-chart-modules-", "kr-chart-roofline-physical", "kr-chart-roofline-per-kernel")
 
@@ -142,7 +142,9 @@ def test_the_zh_version_selector_shows_zh_titles(http_base: str, page_at) -> Non
         page.wait_for_function(f"t => ({first_text})(document.querySelector('.md-version__current')) === t",
                                arg=TITLES[lang])
         shown = page.eval_on_selector_all(".md-version__link", f"as => as.map({first_text})")
-        assert shown == [TITLES[lang], "V1: eager attention" if lang == "en" else "第一版：eager 注意力"]
+        older = (["V2: SDPA attention", "V1: eager attention"] if lang == "en"
+                 else ["第二版：SDPA 注意力", "第一版：eager 注意力"])
+        assert shown == [TITLES[lang], *older]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

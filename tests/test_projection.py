@@ -270,3 +270,21 @@ def test_bad_chips_in_report_yaml_are_one_line_errors(tmp_path: Path) -> None:
         "versions": [{"id": "v1", "title": {"en": "v", "zh": "v"}, "date": "2026-11-26", "runs": [str(H200_RUN)]}]}))
     with pytest.raises(InputError, match=r"chips\[0\]\.validate: run directory not found: nowhere"):
         load_report(report)
+
+
+def test_energy_of_a_capture_with_unresolved_stages(h200: VersionInputs) -> None:
+    """ocr-vlm-sdpa-h200-a (v3 of the bundled example) recorded NVML energy: decode resolved (100.135 J over
+    0.713 s), the four shorter stages null (under the counter's 0.1 s refresh): those rows have no figure."""
+    manifest = json.loads((RUNS / "ocr-vlm-sdpa-h200-a" / "manifest.json").read_text())
+    recorded = manifest["energy"]["stages"]
+    assert [s for s, e in recorded.items() if e["joules"] is None] == ["sam", "clip", "projector", "prefill"]
+    stages = proj.stage_list(h200.kernel_summary)
+    projection = proj.project(h200.kernel_summary, _joined(h200), h200.stage_spans, stages, _basis(h200),
+                              load_chip("h100-sxm"))
+    table = proj.energy(manifest, projection, proj.tokens(manifest)).set_index("stage")
+    assert list(table.index) == list(recorded)
+    assert table.loc[["sam", "clip", "projector", "prefill"], ["joules", "watts", "joules_per_token"]].isna().all().all()
+    decode = table.loc["decode"]
+    assert (decode["joules"], decode["watts"]) == (100.135, recorded["decode"]["watts"])
+    assert decode["joules_per_token"] == pytest.approx(100.135 / 32)  # 32 generated tokens
+    assert decode["seconds"] == recorded["decode"]["seconds"]

@@ -57,18 +57,25 @@ def test_newer_captures_record_every_new_key() -> None:
     assert len(OLDER) == 9
 
 
-@pytest.mark.parametrize("manifest_path", OLDER, ids=[p.parent.name for p in OLDER])
-def test_committed_manifests_say_not_recorded_for_the_newer_keys(manifest_path: Path) -> None:
+@pytest.mark.parametrize("manifest_path", MANIFESTS, ids=[p.parent.name for p in MANIFESTS])
+def test_committed_manifests_show_the_newer_keys_they_record(manifest_path: Path) -> None:
+    """Captures before 2026-11-29 predate the newer keys: "not recorded"; those of that day record them
+    (a workload that generates no tokens records none): shown."""
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    assert bool(set(NEW_KEYS) & set(manifest)) == (manifest["created"] >= "2026-11-29")
+    recorded = {"setup.fidelity": manifest.get("fidelity"), "setup.energy": manifest.get("energy"),
+                "setup.clocks": manifest.get("clocks"), "setup.tokens": (manifest.get("tokens") or {}).get("generated"),
+                "setup.l2_cache": manifest["environment"]["gpus"][0].get("l2_cache_bytes")}
     for lang in ("en", "zh"):
         t = translator(lang)
         text = _index(manifest, lang)
         missing = t("setup.not_recorded")
-        for label in ("setup.fidelity", "setup.energy", "setup.clocks", "setup.tokens", "setup.l2_cache"):
-            assert _cell(text, t(label)) == missing, (lang, label)
-        assert _cell(text, t("setup.weights")) == t("setup.weights_random")  # presets, no --model
+        for label, value in recorded.items():
+            assert (_cell(text, t(label)) == missing) == (value is None), (lang, label)
+        function = ":" in manifest["workload"]  # compiled-block-h200: module:function, not a preset
+        assert _cell(text, t("setup.weights")) == t("setup.weights_unknown" if function else "setup.weights_random")
         params = manifest["params"]
-        if params.get("layers") is None:  # the preset's default, as its value
+        if params.get("layers") is None and not function:  # the preset's default, as its value
             default = " / ".join(map(str, PRESET_DEFAULTS[manifest["workload"]]["layers"]))
             assert _cell(text, t("setup.param.layers")) == t("setup.default", value=default)
         mode = "mode_cuda_graph" if params.get("cuda_graph") else "mode_eager"
@@ -106,8 +113,9 @@ def test_newer_manifest_keys_are_shown(tmp_path: Path) -> None:
     copy = tmp_path / "manifest.json"
     copy.write_text(json.dumps(manifest), encoding="utf-8")
     text = _index(json.loads(copy.read_text(encoding="utf-8")), "en")
-    assert _cell(text, "Fidelity check") == ("consistent (prefill, decode); kernel time with and without the "
-                                             "profiler within 2 %")
+    assert _cell(text, "Fidelity check") == ('<span class="kr-raw">consistent</span> (prefill, decode); '
+                                             '<span class="kr-raw">kernel time with and without the profiler within '
+                                             '2 %</span>')  # a verdict readers.fidelity does not write: data
     assert _cell(text, "Energy per stage") == ("decode: 123.40 J in 0.797 s (154.8 W), projector: not resolved "
                                                "(nvml)")
     assert _cell(text, "L2 cache") == "52.43 MB"
@@ -116,6 +124,20 @@ def test_newer_manifest_keys_are_shown(tmp_path: Path) -> None:
     zh = _index(manifest, "zh")
     assert _cell(zh, "采集时的时钟") == "SM 1,980 MHz，显存 3,201 MHz"
     assert workload_setup(manifest)["tokens"] == 32
+
+
+def test_the_recorded_fidelity_verdict_in_both_languages() -> None:
+    """ocr-vlm-sdpa-h200-a (v3 of the bundled example) records "same kernels" in all five stages: the
+    verdict in the page's language, the stages as recorded, the capture's English note as data."""
+    manifest = json.loads((RUNS / "ocr-vlm-sdpa-h200-a" / "manifest.json").read_text(encoding="utf-8"))
+    fidelity = manifest["fidelity"]
+    assert fidelity["verdict"] == "same kernels" and all(
+        s["measured_launches"] == s["plain_launches"] and not s["only_measured"] and not s["only_plain"]
+        for s in fidelity["stages"].values())
+    note = f'<span class="kr-raw">{fidelity["note"]}</span>'  # no character of it needs escaping
+    for lang, verdict, sep in (("en", "same kernels", ", "), ("zh", "内核相同", "、")):
+        cell = _cell(_index(manifest, lang), translator(lang)("setup.fidelity"))
+        assert cell == f"{verdict} ({sep.join(fidelity['stages'])}); {note}", lang
 
 
 @pytest.mark.parametrize("manifest_path", MANIFESTS, ids=[p.parent.name for p in MANIFESTS])
@@ -140,12 +162,13 @@ def test_no_generated_page_holds_a_capture_machine_path(example_site) -> None:
     absolute path its runs' manifests record (argv, tool and output paths)."""
     report = example_site.report.read_text(encoding="utf-8")
     runs = [RUNS / name for name in re.findall(r"runs/([\w.-]+)\]", report)]
-    assert [r.name for r in runs] == ["ocr-vlm-eager-v2", "ocr-vlm-sdpa-h200"]
+    assert [r.name for r in runs] == ["ocr-vlm-eager-v2", "ocr-vlm-sdpa-h200", "ocr-vlm-sdpa-h200-a"]
     absolute: set[str] = set()
     for run in runs:
         manifest = (run / "manifest.json").read_text(encoding="utf-8")
         absolute |= set(re.findall(r"(?<![\w.])/[\w.+-]+(?:/[\w.+@-]+)+", manifest))
     assert "/work/main/runs/ocr-vlm-sdpa-h200/nsys/report" in absolute
+    assert "/work/main/runs/ocr-vlm-a/ops/calls.csv" in absolute  # v3's operator shapes, written on the capture machine
     pages = [p for root in (example_site.site, example_site.src) for p in root.rglob("*")
              if p.suffix in (".html", ".md")]
     assert len(pages) > 80

@@ -17,7 +17,8 @@ from generator.workload_params import WORKER_PARAMS, WORKLOAD_PARAMS
 
 #: parameters the test setup shows in rows of their own (model, attention, execution, module ranges)
 OWN_ROWS = {"model", "attn_impl", "cuda_graph", "module_depth", "device"}
-RUNS = {"v1": ROOT / "examples" / "runs" / "ocr-vlm-eager-v2", "v2": ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200"}
+RUNS = {v: ROOT / "examples" / "runs" / name for v, name in
+        (("v1", "ocr-vlm-eager-v2"), ("v2", "ocr-vlm-sdpa-h200"), ("v3", "ocr-vlm-sdpa-h200-a"))}
 
 
 def _export_version(run: Path, tmp_path: Path) -> str:
@@ -33,7 +34,7 @@ def _cells(text: str, label: str) -> list[str]:
     return re.findall(rf"^\| {re.escape(label)} \| ([^|]*?) \|", text, re.M)
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
 def test_each_setup_fact_reads_the_same_on_every_page(example_site: BuiltSite, version: str,
                                                       tmp_path: Path) -> None:
     docs = example_site.src / "ocr-vlm-h200" / version / "docs"
@@ -67,6 +68,11 @@ def test_each_setup_fact_reads_the_same_on_every_page(example_site: BuiltSite, v
         captured = set(manifest["params"]) - OWN_ROWS
         assert params == (set(WORKLOAD_PARAMS["ocr-vlm"]) | set(WORKER_PARAMS)) & captured
         assert not {"m", "n", "k"} & params
+        if "energy" in manifest:  # v3: the L2 size and the one stage NVML resolved, as the manifest records them
+            l2 = manifest["environment"]["gpus"][0]["l2_cache_bytes"]
+            assert _cells(index, t("setup.l2_cache")) == [f"{l2 / 1e6:.2f} MB"] == ["62.91 MB"]
+            decode = manifest["energy"]["stages"]["decode"]
+            assert f"{decode['joules']:.2f} J" in _cells(index, t("setup.energy"))[0]  # 100.14 J
         # notes: Markdown code spans render as code, no literal backticks
         assert "<code>--attn-impl " in index and "\\`" not in index
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES
+from generator.readers.fidelity import DIFFERENT, SAME
 from generator.workload_params import PRESET_DEFAULTS, params_read
 
 _TOOL_IN_FORMAT = re.compile(r"\b(nsys|ncu) (\d+(?:\.\d+)+)")
@@ -113,7 +114,8 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     ``mode`` "eager" | "cuda_graph", ``capture`` settings, ``overhead`` rows per stage (module
     ranges' cost: timed and direct %, spread), ``overhead_absent`` (why there are none), and the keys
     newer captures add (``fidelity``, ``energy``, ``clocks``, ``tokens``, ``gpus``), each None where
-    the manifest lacks it."""
+    the manifest lacks it; ``fidelity_verdict`` "same" | "different" for the verdicts
+    readers.fidelity writes, else None."""
     if not isinstance(manifest, dict):
         return None
     workload = str(manifest.get("workload") or "")
@@ -134,6 +136,7 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     collection = manifest.get("ncu_collection") if isinstance(manifest.get("ncu_collection"), dict) else {}
     overhead = _dig(manifest, ("module_overhead", "stages"))
     gpus = _dig(manifest, ("environment", "gpus"))
+    fidelity = manifest.get("fidelity") if isinstance(manifest.get("fidelity"), dict) else None
     return {
         "model": {"workload": workload, "source": source, "directory": Path(str(model)).name if model else None,
                   "weights": weights},
@@ -150,7 +153,8 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
         "overhead_total": _overhead_row(ALL_STAGES, _dig(manifest, ("module_overhead", "total")) or {}),
         "overhead_per_call_us": (lambda s: s * 1e6 if isinstance(s, (int, float)) else None)(
             _dig(manifest, ("module_overhead", "seconds_per_call"))),
-        "fidelity": manifest.get("fidelity") if isinstance(manifest.get("fidelity"), dict) else None,
+        "fidelity": fidelity,
+        "fidelity_verdict": {SAME: "same", DIFFERENT: "different"}.get(str((fidelity or {}).get("verdict"))),
         "energy": manifest.get("energy") if isinstance(manifest.get("energy"), dict) else None,
         "clocks": manifest.get("clocks") if isinstance(manifest.get("clocks"), dict) else None,
         "tokens": _dig(manifest, ("tokens", "generated")),
