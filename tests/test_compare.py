@@ -216,7 +216,7 @@ def _stages(report: dict) -> dict[str, dict]:
 def test_a_run_compared_with_itself_passes(tmp_path):
     run = VIT_RUNS / "image-size224_batch1"
     code, report = _run(tmp_path, run, run)
-    assert code == 0 and report["like_with_like"] == {"comparable": True, "differences": []}
+    assert code == 0 and report["like_with_like"] == {"comparable": True, "same_session": True, "hours_apart": 0.0, "differences": []}
     stages = _stages(report)
     assert {s: r["kernel_verdict"] for s, r in stages.items()} == {"vit": "unchanged", "all": "unchanged"}
     assert stages["vit"]["kernel_rel_pct"] == 0 and stages["vit"]["kernel_low_pct"] <= 0 <= stages["vit"]["kernel_high_pct"]

@@ -8,6 +8,8 @@ one H200, the same capture code, ``--overhead-runs 0``):
   change: exit 1, the kernels that changed named, with intervals where both captures ran them;
 - llm-decode-h200-a → ocr-vlm-sdpa-h200-a: different workloads, one line, no verdict.
 
+Each pair is one session (minutes apart): the stage bands are the captures' own, no session floor.
+
 The stage kernel times are checked against plain SQL over the nsys exports.
 """
 from __future__ import annotations
@@ -208,3 +210,11 @@ def test_different_workloads_one_line_no_verdict(compared) -> None:
     assert {r["kernel_verdict"] for r in report["stages"]} == {"not compared"}
     assert {k["verdict"] for k in report["kernels"]} <= {"not compared"}
     assert out.splitlines() == ["different workloads (workload: llm-decode → ocr-vlm): no faster/slower verdict."]
+
+
+def test_back_to_back_captures_are_one_session(compared) -> None:
+    for key in ("llm", "ocr", "eager"):
+        like = compared[key][1]["like_with_like"]
+        assert like["same_session"] is True and like["hours_apart"] < 0.1, key
+        assert _stages(compared[key][1])["decode"]["kernel_noise_pct"] < 0.5, key  # no session floor
+        assert "not one session" not in compared[key][2]

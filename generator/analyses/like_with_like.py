@@ -4,11 +4,16 @@ From the capture manifests (run_layout.MANIFEST) where both sides have one: the 
 model (a difference there means two different programs: no verdict at all), the other workload
 parameters (the change being measured, usually), the stage set, the capture settings (module
 ranges, operator marks, module-overhead runs, ncu clock control, profiler, driver and library
-versions) and the GPU. Without manifests, what the files say: the stage set and the GPU.
+versions) and the GPU. Without manifests, what the files say: the stage set and the GPU. Two
+captures made more than SESSION_GAP_HOURS apart (by the manifests' ``created``), or of unknown time,
+are not of one session: what changes between sessions (another GPU unit of the same model, its
+clocks and temperature) is not in the noise either capture measures, so ``same_session`` is False
+and the stage verdicts widen their band to launch_stats.SESSION_NOISE.
 """
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from generator.analyses.registry import Analysis
@@ -16,7 +21,9 @@ from generator.analyses.result import VersionResult
 from generator.model import VersionInputs
 
 #: a difference of one of these kinds: different programs, no faster/slower verdict
-WORKLOAD, PARAMETER, STAGES, CAPTURE, GPU = "workload", "parameter", "stages", "capture", "gpu"
+WORKLOAD, PARAMETER, STAGES, CAPTURE, SESSION, GPU = "workload", "parameter", "stages", "capture", "session", "gpu"
+#: captures made further apart than this are of different sessions (a device lease lasts at most 30 min)
+SESSION_GAP_HOURS = 1.0
 #: params keys that name the program itself (a different one: no verdict)
 PROGRAM_PARAMS = ("model",)
 #: environment facts of the manifest that are capture settings
@@ -54,14 +61,24 @@ def capture_settings(manifest: dict) -> dict[str, Any]:
     return settings
 
 
+def _created(manifest: dict | None) -> datetime | None:
+    """When the capture was made (the manifest's ISO ``created``), None where unknown."""
+    try:
+        made = datetime.fromisoformat(str((manifest or {}).get("created")))
+    except ValueError:
+        return None
+    return made if made.tzinfo else made.replace(tzinfo=UTC)
+
+
 def _shown(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float, bool)) else json.dumps(value, sort_keys=True)
 
 
 def like_with_like(previous: dict | None, current: dict | None, previous_stages: list[str],
                    current_stages: list[str], gpu_change: dict[str, Any] | None) -> dict[str, Any]:
-    """``{"comparable", "differences": [{"kind", "key", "previous", "current"}]}``: ``comparable`` is
-    False when the workload or its model differs (then no faster/slower verdict is given)."""
+    """``{"comparable", "same_session", "hours_apart", "differences": [{"kind", "key", "previous",
+    "current"}]}``: ``comparable`` is False when the workload or its model differs (then no
+    faster/slower verdict is given); ``hours_apart`` None where either capture time is unknown."""
     differences: list[dict[str, Any]] = []
 
     def differ(kind: str, key: str, before: Any, after: Any) -> None:
@@ -77,10 +94,16 @@ def like_with_like(previous: dict | None, current: dict | None, previous_stages:
         settings_before, settings_after = capture_settings(previous), capture_settings(current)
         for key in settings_before:
             differ(CAPTURE, key, settings_before[key], settings_after[key])
+    made = _created(previous), _created(current)
+    hours = abs((made[1] - made[0]).total_seconds()) / 3600 if None not in made else None
+    same_session = hours is not None and hours <= SESSION_GAP_HOURS
+    if hours is not None and not same_session:
+        differ(SESSION, "created", made[0].strftime("%Y-%m-%d %H:%M"), made[1].strftime("%Y-%m-%d %H:%M"))
     differ(STAGES, "stages", previous_stages, current_stages)
     if gpu_change is not None and gpu_change["changed"]:
         differ(GPU, "gpu", gpu_change["previous"]["name"], gpu_change["current"]["name"])
-    return {"comparable": not any(d["kind"] == WORKLOAD for d in differences), "differences": differences}
+    return {"comparable": not any(d["kind"] == WORKLOAD for d in differences), "same_session": same_session,
+            "hours_apart": hours, "differences": differences}
 
 
 def measured_stages(inputs: VersionInputs) -> list[str]:

@@ -106,17 +106,19 @@ def _missing() -> ls.Change:
 
 
 def stage_speed(previous: pd.DataFrame, current: pd.DataFrame, graph_stages: set[str] = frozenset(),
-                comparable: bool = True, gpu_changed: bool = False) -> pd.DataFrame:
+                comparable: bool = True, gpu_changed: bool = False, same_session: bool = True) -> pd.DataFrame:
     """STAGE_SPEED_COLUMNS for every stage of either version's launches (nsys_sqlite.LAUNCH_COLUMNS;
     this version's order, then stages only the previous one had) and ALL_STAGES, the measured stages
     together; a stage missing on one side has no verdict. ``graph_stages``: stages that ran CUDA
-    graphs in either version (their span is not host-dominated)."""
+    graphs in either version (their span is not host-dominated). Captures not of one session
+    (like_with_like): kernel time's band is at least launch_stats.SESSION_NOISE."""
+    floor = 0.0 if same_session else ls.SESSION_NOISE
     tick = tick_of(previous, current)
     stages = [s for s in dict.fromkeys([*current["stage"], *previous["stage"]]) if s != ALL_STAGES]
     rows = []
     for stage in [*stages, ALL_STAGES]:
         before, after = _stage_launches(previous, stage), _stage_launches(current, stage)
-        kernel = ls.total_change(*_aligned(before, after), tick) if len(before) and len(after) else _missing()
+        kernel = ls.total_change(*_aligned(before, after), tick, floor) if len(before) and len(after) else _missing()
         span = (ls.median_change(_spans(before), _spans(after), tick)
                 if len(before) and len(after) and stage != ALL_STAGES else _missing())
         if span.verdict == ls.TOO_FEW:
@@ -213,7 +215,8 @@ def version_stage_speed(previous: VersionResult | None, launches: pd.DataFrame |
     if before is None or launches is None:
         return pd.DataFrame(columns=STAGE_SPEED_COLUMNS)
     return stage_speed(before, launches, _graph_stages(previous.stage_time, stage_time),
-                       bool(like_with_like and like_with_like["comparable"]), bool(gpu_change and gpu_change["changed"]))
+                       bool(like_with_like and like_with_like["comparable"]), bool(gpu_change and gpu_change["changed"]),
+                       bool(like_with_like and like_with_like["same_session"]))
 
 
 def version_kernel_speed(previous: VersionResult | None, launches: pd.DataFrame | None,

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from generator.analyses.gpu_change import gpu_change
-from generator.analyses.launch_stats import FASTER, SLOWER, TOO_FEW, UNCHANGED
+from generator.analyses.launch_stats import FASTER, SESSION_NOISE, SLOWER, TOO_FEW, UNCHANGED
 from generator.analyses.naming import name_kernels
 from generator.analyses.regression import DEFAULT_METRICS, WATCHABLE, Comparison, compare
 from generator.analyses.speed_change import stage_movers
@@ -343,6 +343,10 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
         return False
     for difference in like["differences"]:
         console.print(f"differs ({difference['kind']}): {difference_line(difference)}")
+    if not like["same_session"]:
+        apart = "capture times not recorded" if like["hours_apart"] is None else f"{like['hours_apart']:.0f} h apart"
+        console.print(f"not one session ({apart}): stage bands at least ±{SESSION_NOISE * 100:.1f}%, the most a "
+                      "stage moved between captures of one unchanged program (bench/session_noise.md)")
     table = Table("stage", "kernel ms", "change", "95% interval", "noise ±", "verdict",
                   "span ms", "change", "span verdict", title="stages: nsys kernel time decides; span is shown")
     for row in verdicts.stages.to_dict("records"):

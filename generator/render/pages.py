@@ -17,7 +17,7 @@ import pandas as pd
 
 from generator.analyses import speed_change as sc
 from generator.analyses.histograms import HISTOGRAMS
-from generator.analyses.launch_stats import MIN_LAUNCHES
+from generator.analyses.launch_stats import MIN_LAUNCHES, SESSION_KERNEL_MOVE, SESSION_NOISE
 from generator.analyses.modules import OUTSIDE
 from generator.analyses.projection import KEEP_PCT
 from generator.analyses.result import Finding, VersionResult
@@ -295,7 +295,8 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
                                               stage_name, cls, unit),
         "whole_graph_rows": whole_graph_rows,
         "gpu_sentence": gpu_change_text(result.gpu_change, t, numbers),
-        "speed": {"tick": result.values.get("timer_tick") or 0, "min_launches": MIN_LAUNCHES},
+        "speed": {"tick": result.values.get("timer_tick") or 0, "min_launches": MIN_LAUNCHES,
+                  "session_noise": SESSION_NOISE, "session_kernel_move": SESSION_KERNEL_MOVE},
         "list_max": CHANGE_ROWS_MAX,
         "movers_max": sc.MOVERS,
         "histogram_keys": [k for k in HISTOGRAMS if k in result.histograms],
