@@ -60,7 +60,7 @@ def test_l2_sizing_against_the_recorded_capacity(docs: dict[str, Path]) -> None:
     assert (f"The L2 holds 60.0 MiB (62,914,560 bytes, the capture's device attribute). Of the {len(mean)} profiled "
             f"kernels with a DRAM count, those moving more than that per launch: {over} (") in text
     assert f"whose working sets exceed the L2; those moving at most that: {len(mean) - over} (" in text
-    assert "Formula: DRAM bytes per launch > L2 capacity ⇒ working set > L2." in text
+    assert "Formula: DRAM bytes per launch > L2 capacity implies working set > L2." in text
     assert "L2 容量为 60.0 MiB（62,914,560 字节" in line(docs["new"] / "findings.zh.md", "**L1 / L2 容量。**")
 
 
@@ -79,7 +79,8 @@ def test_power_per_stage_from_nvml(docs: dict[str, Path]) -> None:
            f"(decode's joules / {tokens} tokens generated)." in text
     unresolved = [f"{s} ({round(v['seconds'], 3)} s)" for s, v in energy["stages"].items() if not v["resolved"]]
     assert unresolved == ["sam (0.019 s)", "clip (0.012 s)", "projector (0.003 s)", "prefill (0.025 s)"]
-    assert text.endswith(f"Not resolved (shorter than the counter's refresh, about 0.1 s): {', '.join(unresolved)}.")
+    assert f"Not resolved (shorter than the counter's refresh, about 0.1 s): {', '.join(unresolved)}." in text
+    assert text.endswith("the energy of this program as run by its harness, not of its kernels alone.")
     zh = line(docs["new"] / "findings.zh.md", "**功耗（硬件）。**")
     assert "decode 在 0.713 s 内消耗 100.1 J，平均 140.4 W（J / s）；每个生成的 token 3.13 J" in zh
     # a workload that generates no tokens quotes no joules per token; its only stage lasted 5 ms

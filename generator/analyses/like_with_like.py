@@ -2,8 +2,8 @@
 
 From the capture manifests (run_layout.MANIFEST) where both sides have one: the workload and its
 model (a difference there means two different programs: no verdict at all), the other workload
-parameters (the change being measured, usually), the stage set, the capture settings (module
-ranges, operator marks, module-overhead runs, ncu clock control, profiler, driver and library
+parameters (the change being measured, usually), the stage set, the capture settings (warm-ups,
+module ranges, operator marks, module-overhead runs, ncu clock control, profiler, driver and library
 versions) and the GPU. Without manifests, what the files say: the stage set and the GPU. Two
 captures made more than SESSION_GAP_HOURS apart (by the manifests' ``created``), or of unknown time,
 are not of one session: what changes between sessions (another GPU unit of the same model, its
@@ -26,6 +26,8 @@ WORKLOAD, PARAMETER, STAGES, CAPTURE, SESSION, GPU = "workload", "parameter", "s
 SESSION_GAP_HOURS = 1.0
 #: params keys that name the program itself (a different one: no verdict)
 PROGRAM_PARAMS = ("model",)
+#: params keys of the capture harness, not the program (warm-up iterations run before the measured one)
+HARNESS_PARAMS = ("warmup", "module_depth")
 #: environment facts of the manifest that are capture settings
 ENVIRONMENT_KEYS = ("torch", "transformers", "cuda_runtime", "driver")
 
@@ -90,7 +92,8 @@ def like_with_like(previous: dict | None, current: dict | None, previous_stages:
         before = previous.get("params") if isinstance(previous.get("params"), dict) else {}
         after = current.get("params") if isinstance(current.get("params"), dict) else {}
         for key in sorted(set(before) & set(after)):  # a key one capture does not state: its default
-            differ(WORKLOAD if key in PROGRAM_PARAMS else PARAMETER, f"params.{key}", before.get(key), after.get(key))
+            kind = WORKLOAD if key in PROGRAM_PARAMS else CAPTURE if key in HARNESS_PARAMS else PARAMETER
+            differ(kind, f"params.{key}", before.get(key), after.get(key))
         settings_before, settings_after = capture_settings(previous), capture_settings(current)
         for key in settings_before:
             differ(CAPTURE, key, settings_before[key], settings_after[key])

@@ -365,11 +365,12 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
     if len(moved):
         table = Table("kernel", "stage", "median µs", "change", "95% interval", "noise ±", "verdict", "ncu context",
                       title="kernels whose median launch moved beyond the noise (nsys, every launch)")
+        lead = "" if like["same_session"] else " between sessions (a lead)"
         for row in moved.to_dict("records"):
             style = "red" if row["verdict"] == SLOWER else "green"
             table.add_row(_shown_name(row["name"], names), row["stage"],
                           f"{row['prev_median_ns'] / 1e3:,.2f} → {row['median_ns'] / 1e3:,.2f}", _pct(row["rel_pct"]),
-                          _interval(row), f"{row['noise_pct']:.1f}%", f"[{style}]{row['verdict']}[/{style}]",
+                          _interval(row), f"{row['noise_pct']:.1f}%", f"[{style}]{row['verdict']}{lead}[/{style}]",
                           _context(context, row["prev_name"], row["stage"]) or _context(context, row["name"], row["stage"]))
         console.print(table)
     _print_one_side(console, verdicts.one_side(), names)

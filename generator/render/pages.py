@@ -120,6 +120,11 @@ def rows(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
     return [] if frame is None else frame.to_dict("records")
 
 
+def _shapes_known(useful: pd.DataFrame | None) -> bool:
+    """Whether any profiled kernel's useful FLOP came from operator shapes (analyses.useful_work)."""
+    return useful is not None and "useful_flop" in useful and bool(useful["useful_flop"].notna().any())
+
+
 def fence(text: str, info: str = "") -> str:
     """A fenced code block longer than any backtick run in ``text`` (the content stays literal)."""
     ticks = "`" * max(3, _longest_backticks(text) + 1)
@@ -294,6 +299,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "note": lambda key, unit="": note_text(result.values.get("chart_notes", {}).get(key), t, numbers,
                                               stage_name, cls, unit),
         "whole_graph_rows": whole_graph_rows,
+        "shapes_known": _shapes_known(result.values.get("useful_work")),
         "gpu_sentence": gpu_change_text(result.gpu_change, t, numbers),
         "speed": {"tick": result.values.get("timer_tick") or 0, "min_launches": MIN_LAUNCHES,
                   "session_noise": SESSION_NOISE, "session_kernel_move": SESSION_KERNEL_MOVE},
