@@ -228,6 +228,14 @@ def _pairs() -> list[tuple[str, Path, Path]]:
 #: per report read in ncu's function-name form (NameBase_FUNCTION, ncu 2025.3's `--print-kernel-base
 #: function`: base names alone): launches, joined, ambiguous (the demangled form joins every launch)
 FUNCTION_FORM = {
+    "examples/runs/compiled-block-h200/ncu/report.ncu-rep.xz": (3, 3, 0),
+    "examples/runs/llm-decode-eager-attn-h200/ncu/report.ncu-rep.xz": (45, 31, 14),
+    "examples/runs/llm-decode-graph-h200/ncu/report-retry.ncu-rep.xz": (4, 1, 3),
+    "examples/runs/llm-decode-graph-h200/ncu/report.ncu-rep.xz": (46, 33, 13),
+    "examples/runs/llm-decode-h200-a/ncu/report.ncu-rep.xz": (43, 30, 13),
+    "examples/runs/llm-decode-h200-b/ncu/report.ncu-rep.xz": (43, 30, 13),
+    "examples/runs/ocr-vlm-sdpa-h200-a/ncu/report.ncu-rep.xz": (83, 70, 13),
+    "examples/runs/ocr-vlm-sdpa-h200-b/ncu/report.ncu-rep.xz": (84, 71, 13),
     "examples/runs/llm-decode-eager/ncu/report-retry.ncu-rep.xz": (4, 1, 3),
     "examples/runs/llm-decode-eager/ncu/report.ncu-rep.xz": (46, 32, 14),
     "examples/runs/llm-decode-eager-ops/ncu/report.ncu-rep.xz": (43, 30, 13),
