@@ -30,6 +30,7 @@ from generator.analyses.kernel_match import match_kernels
 from generator.analyses.like_with_like import PARAMETER, WORKLOAD, like_with_like
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
+from generator.analyses.setup import energy_stages
 from generator.model import ALL_STAGES, GpuInfo, VersionInputs
 from generator.workload_params import generated_tokens
 
@@ -447,11 +448,6 @@ ENERGY_COLUMNS = ["stage", "seconds", "joules", "watts", "tokens", "joules_per_t
                   "projected_joules"]
 
 
-def _number(value: object) -> float:
-    """A manifest figure as a float, NaN where it is null (a stage the energy counter did not resolve)."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-
-
 def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]) -> pd.DataFrame | None:
     """Per stage the capture's measured energy (manifest ``energy.stages``) and joules per token, and
     the projected kernel time at the target's stated power (an upper bound: board power × time);
@@ -462,13 +458,11 @@ def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]
     power = projection.target.get("power_w")
     projected = dict(zip(projection.stages["stage"], projection.stages["projected_ns"]))
     rows = []
-    for stage, item in stages.items():
-        if not isinstance(item, dict):
-            continue
-        joules, seconds = _number(item.get("joules")), _number(item.get("seconds"))
+    for stage, item in energy_stages(manifest["energy"]).items():
+        joules, seconds, watts = (math.nan if item[k] is None else item[k] for k in ("joules", "seconds", "watts"))
         count = tokens.get(stage)
         seconds_p = projected.get(stage, math.nan) / 1e9
-        rows.append({"stage": stage, "seconds": seconds, "joules": joules, "watts": _number(item.get("watts")),
+        rows.append({"stage": stage, "seconds": seconds, "joules": joules, "watts": watts,
                      "tokens": count, "joules_per_token": joules / count if count else math.nan,
                      "projected_seconds": seconds_p, "projected_joules": seconds_p * power})
     return pd.DataFrame(rows, columns=ENERGY_COLUMNS)

@@ -107,6 +107,21 @@ def overhead_absent(manifest: dict[str, Any], depth: Any) -> str | None:
     return "not_timed" if _overhead_runs_given(manifest.get("argv")) == 0 else "unknown"
 
 
+def _figure(value: Any) -> float | None:
+    """A manifest number, None where it is null or not a number."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def energy_stages(record: Any) -> dict[str, dict[str, Any]]:
+    """The stages of a manifest's ``energy`` record: {stage: {"joules", "seconds", "watts": float or
+    None (null: a stage too short for the counter), "resolved": bool}}; entries that are no record skipped."""
+    stages = record.get("stages") if isinstance(record, dict) else None
+    if not isinstance(stages, dict):
+        return {}
+    return {stage: {key: _figure(item.get(key)) for key in ("joules", "seconds", "watts")}
+            | {"resolved": item.get("resolved") is True} for stage, item in stages.items() if isinstance(item, dict)}
+
+
 def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     """The test setup a capture manifest records, for the overview (None without a manifest):
     ``model`` {workload, source: "preset" | "directory" | "function", directory, weights: "random" |

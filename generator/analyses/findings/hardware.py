@@ -10,6 +10,7 @@ from generator.analyses.findings.fusion import FUSABLE
 from generator.analyses.findings.matmul import PRODUCT_CATEGORIES, row_count
 from generator.analyses.findings.precision import precision_fallback
 from generator.analyses.result import Finding
+from generator.analyses.setup import energy_stages
 from generator.model import ALL_STAGES
 
 DECODE = "decode"
@@ -173,11 +174,6 @@ def parallelism(inputs: FindingInputs) -> Finding:
         kind=HW, confidence="medium")
 
 
-def _figure(value: object) -> float | None:
-    """A manifest number, None where it is null or not a number."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def power(inputs: FindingInputs) -> Finding:
     """Energy per stage as the capture's NVML counter measured it (manifest ``energy``): joules,
     seconds and average watts (J / s) of each resolved stage, the seconds of those too short to
@@ -186,8 +182,7 @@ def power(inputs: FindingInputs) -> Finding:
     record = inputs.energy
     if not record or not record.get("source"):
         return _abstain("power", {"recorded": (record is not None, "")})
-    figures = {s: {k: _figure(v.get(k)) for k in ("joules", "seconds")} | {"resolved": v.get("resolved") is True}
-               for s, v in (record.get("stages") or {}).items() if isinstance(v, dict)}
+    figures = energy_stages(record)
     resolved = [{"stage": s, "joules": r(f["joules"], 1), "seconds": r(f["seconds"], 3),
                  "watts": r(f["joules"] / f["seconds"], 1)}
                 for s, f in figures.items() if f["resolved"] and f["joules"] is not None and f["seconds"]]
