@@ -450,7 +450,8 @@ ENERGY_COLUMNS = ["stage", "seconds", "joules", "watts", "tokens", "joules_per_t
 
 def energy(manifest: dict | None, projection: Projection, tokens: dict[str, int]) -> pd.DataFrame | None:
     """Per stage the capture's measured energy (manifest ``energy.stages``) and joules per token, and
-    the projected kernel time at the target's stated power (an upper bound: board power × time);
+    the projected kernel time at the target's stated power (at most the kernels' energy there: board
+    power × projected kernel time; the measured joules cover whole stages, idle gaps included);
     None when the capture recorded no energy."""
     stages = ((manifest or {}).get("energy") or {}).get("stages")
     if not isinstance(stages, dict) or not stages:

@@ -345,8 +345,9 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
         console.print(f"differs ({difference['kind']}): {difference_line(difference)}")
     if not like["same_session"]:
         apart = "capture times not recorded" if like["hours_apart"] is None else f"{like['hours_apart']:.0f} h apart"
-        console.print(f"not one session ({apart}): stage bands at least ±{SESSION_NOISE * 100:.1f}%, the most a "
-                      "stage moved between captures of one unchanged program (bench/session_noise.md)")
+        console.print(f"not one session ({apart}): stage bands at least ±{SESSION_NOISE * 100:.1f}%, the farthest a "
+                      "stage's interval reached between repeat captures of one unchanged program "
+                      "(bench/session_noise.md)")
     table = Table("stage", "kernel ms", "change", "95% interval", "noise ±", "verdict",
                   "span ms", "change", "span verdict", title="stages: nsys kernel time decides; span is shown")
     for row in verdicts.stages.to_dict("records"):
