@@ -34,12 +34,13 @@ from generator.model import (
     Dataset,
     GpuInfo,
     Provenance,
+    RankTables,
     VersionInputs,
     renumber_launches,
 )
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
-from generator.readers import read, torch_trace
+from generator.readers import nsys_ranks, read, torch_trace
 from generator.readers.base import decompressed_copy, naming, no_room, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
@@ -181,6 +182,15 @@ class InputCache:
             raise value
         return value
 
+    def rank_processes(self, path: Path) -> pd.DataFrame:
+        """The ranks of an nsys SQLite export (readers.nsys_ranks.RANK_COLUMNS), ``path`` named."""
+        return self._on_plain(path, nsys_ranks.rank_processes).assign(path=str(path))
+
+    def rank(self, path: Path, global_pid: int, gpu: int) -> RankTables:
+        """One rank's tables (readers.nsys_ranks.read_rank) of an nsys SQLite export."""
+        tables = self._on_plain(path, lambda plain: nsys_ranks.read_rank(plain, global_pid, gpu))
+        return dataclasses.replace(tables, path=str(path))
+
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
         path = path.resolve()
@@ -300,6 +310,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
     configs: list[pd.DataFrame] = []  # their kernels' launch configurations
     op_calls: list[pd.DataFrame] = []  # per (stage, kernel), the operator call of its profiled launch
+    exports: list[Path] = []  # the nsys SQLite exports, for their ranks
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
                    + [path for entry in version.inputs.ncu for path in entry.paths])
@@ -307,6 +318,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         manifest = load_manifest(run)
         manifests.append(manifest)
         sqlite = first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
+        exports.append(sqlite)
         stages = tuple(manifest_stages(run, manifest))
         # no stages: the whole capture is the measured work
         nsys, reading = cache.facts_and_stages(sqlite, stages or (ALL_STAGES,))
@@ -333,6 +345,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(dataset.kernel_summary)
             others.append(dataset)
             if dataset.provenance.format == "nsys-sqlite":
+                exports.append(path)
                 reading = cache.stages(path, (entry.stage or ALL_STAGES,))
                 graphs.append(reading.graphs)
                 spans.append(reading.timeline)
@@ -358,6 +371,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         raise InputError(report_file, f"{where}: no kernels among the inputs (give an nsys export, an ncu "
                                       "report/CSV or a capture run)")
     base = report_file.resolve().parent
+    ranks, rank_order = version_ranks(list(dict.fromkeys(exports)), cache)
     return VersionInputs(
         kernel_summary=kernel_summary,
         kernel_metrics=kernel_metrics,
@@ -378,7 +392,23 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
         kernel_ops=pd.concat(shaped, ignore_index=True) if shaped else None,
         op_calls=pd.concat(op_calls, ignore_index=True) if op_calls else None,
+        ranks=ranks,
+        rank_order=rank_order,
     )
+
+
+def version_ranks(exports: list[Path], cache: InputCache) -> tuple[tuple[RankTables, ...], str | None]:
+    """The ranks of a version's nsys SQLite exports in launcher order, each on the earliest session's
+    clock, and how they were ordered; nothing for one rank (a single-GPU version reads as before)."""
+    found = [cache.rank_processes(path) for path in exports]
+    found = [f for f in found if len(f)]
+    if not found or sum(len(f) for f in found) < 2:
+        return (), None
+    ordered, source = nsys_ranks.order_ranks(pd.concat(found, ignore_index=True))
+    first = int(ordered["session_utc_ns"].min())
+    return tuple(nsys_ranks.shifted(cache.rank(Path(row.path), int(row.global_pid), int(row.gpu)),
+                                    int(row.session_utc_ns) - first)
+                 for row in ordered.itertuples()), source
 
 
 def _per_stage(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
