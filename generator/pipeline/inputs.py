@@ -36,6 +36,8 @@ from generator.model import (
     Provenance,
     RankTables,
     VersionInputs,
+    duration_stats,
+    ranked,
     renumber_launches,
 )
 from generator.pipeline.build_cache import BuildCache
@@ -365,13 +367,14 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     summaries = [s for s in summaries if s is not None]
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
-    kernel_summary = _concat_summaries(summaries, report_file, where)
+    ranks, rank_order = version_ranks(list(dict.fromkeys(exports)), cache)
+    kernel_summary = _concat_summaries(summaries, report_file, where,
+                                       launches if len({t.path for t in ranks}) > 1 else None)
     kernel_metrics = _concat_metrics(metrics)
     if not len(kernel_summary) and not len(kernel_metrics):
         raise InputError(report_file, f"{where}: no kernels among the inputs (give an nsys export, an ncu "
                                       "report/CSV or a capture run)")
     base = report_file.resolve().parent
-    ranks, rank_order = version_ranks(list(dict.fromkeys(exports)), cache)
     return VersionInputs(
         kernel_summary=kernel_summary,
         kernel_metrics=kernel_metrics,
@@ -425,20 +428,40 @@ def _per_stage(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     return table
 
 
-def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str) -> pd.DataFrame:
+def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str,
+                      rank_launches: list[pd.DataFrame] | None = None) -> pd.DataFrame:
     """Every kernel summary of the version (empty: no nsys data given); without a whole-capture
-    summary, "all" is the union of the stages given (:func:`measured_union`)."""
+    summary, "all" is the union of the stages given (:func:`measured_union`). With
+    ``rank_launches`` (the launches of one export per rank), summaries of one stage from several
+    exports are one summary over all their launches, as nsys gives for one export of every rank."""
     if not summaries:
         numeric = {"count": "int64", "time_pct": "float64", **{c: "float64" for c in STAT_COLUMNS if c != "count"}}
         return pd.DataFrame({c: pd.Series(dtype=numeric.get(c, "object")) for c in KERNEL_SUMMARY_COLUMNS})
     table = pd.concat(summaries, ignore_index=True)[KERNEL_SUMMARY_COLUMNS]
     overlap = table.duplicated(["stage", "name"])
+    if overlap.any() and rank_launches:
+        table = _summary_over_ranks(table, pd.concat(rank_launches, ignore_index=True))
+        overlap = table.duplicated(["stage", "name"])
     if overlap.any():
         stage = table.loc[overlap, "stage"].iloc[0]
         raise InputError(report_file, f"{where}: several inputs give kernel summaries of stage {stage!r}; give one per stage")
     if len(table) and not (table["stage"] == ALL_STAGES).any():
         table = pd.concat([measured_union(table), table], ignore_index=True)
     return table
+
+
+def _summary_over_ranks(table: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """KERNEL_SUMMARY_COLUMNS per (stage, name) of several ranks' exports: the statistics of every
+    launch of that kernel in that stage over all ranks (``launches``: LAUNCH_COLUMNS)."""
+    short = table.drop_duplicates(["stage", "name"]).set_index(["stage", "name"])["short_name"]
+    parts = []
+    for stage in dict.fromkeys(table["stage"]):
+        own = launches[launches["stage"] == stage]
+        stats = ranked(duration_stats(own["duration_ns"].astype("int64"), own["name"]), "name")
+        stats["stage"] = stage
+        stats["short_name"] = [short.get((stage, n)) for n in stats["name"]]
+        parts.append(stats[KERNEL_SUMMARY_COLUMNS])
+    return pd.concat(parts, ignore_index=True)
 
 
 def _concat_metrics(datasets: list[Dataset]) -> pd.DataFrame:

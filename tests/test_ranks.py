@@ -1,0 +1,174 @@
+"""Several ranks: the real 2 × H200 tensor-parallel export (../shared/fixtures/h200x2-tp), read as one
+export and split into one export per rank by SQL; every figure of collectives.csv and ranks.csv
+equals plain SQL over the export."""
+from __future__ import annotations
+
+import lzma
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from generator.analyses import collectives as coll
+from generator.cli import main
+from generator.model import ALL_STAGES, VersionInputs
+from generator.pipeline.inputs import InputCache, version_ranks
+from generator.readers import nsys_ranks
+
+ROOT = Path(__file__).parent.parent
+#: CI's read-only copy of shared/ sits beside the checkout; a worktree's is one level further up.
+SHARED = next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT / "shared")
+FIXTURE = SHARED / "fixtures" / "h200x2-tp" / "tp2_llama_tpplan.nsys.sqlite.xz"
+STAGES = [ALL_STAGES, "measured"]
+
+pytestmark = pytest.mark.skipif(not FIXTURE.is_file(), reason=f"{FIXTURE} not present")
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory) -> Path:
+    """The fixture decompressed (read-only use)."""
+    plain = tmp_path_factory.mktemp("tp2") / "tp2.sqlite"
+    with lzma.open(FIXTURE) as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return plain
+
+
+@pytest.fixture(scope="module")
+def split(export: Path, tmp_path_factory) -> list[Path]:
+    """One export per rank: copies of the export, each without the other process's rows."""
+    conn = sqlite3.connect(export)
+    pids = [r[0] for r in conn.execute("SELECT DISTINCT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1")]
+    conn.close()
+    folder = tmp_path_factory.mktemp("split")
+    paths = []
+    for keep in pids:
+        path = folder / f"rank_{pids.index(keep)}.sqlite"
+        shutil.copy(export, path)
+        with sqlite3.connect(path) as db:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:
+                columns = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+                for column in ("globalPid", "globalTid"):
+                    if column in columns:
+                        db.execute(f"DELETE FROM {table} WHERE {column} >> 24 IN "
+                                   f"({','.join(str(p >> 24) for p in pids if p != keep)})")
+        paths.append(path)
+    return paths
+
+
+def _inputs(exports: list[Path]) -> VersionInputs:
+    with InputCache() as cache:
+        ranks, order = version_ranks(exports, cache)
+    summary = pd.DataFrame({"stage": STAGES, "name": ["-", "-"]})
+    return VersionInputs(kernel_summary=summary, kernel_metrics=pd.DataFrame(), gpus=[], provenance=[],
+                         ranks=ranks, rank_order=order)
+
+
+@pytest.fixture(scope="module")
+def analysed(export: Path) -> dict:
+    inputs = _inputs([export])
+    instances = coll.collective_instances(inputs)
+    return {"inputs": inputs, "instances": instances, "collectives": coll.collectives(inputs, instances),
+            "ranks": coll.ranks(inputs, instances), "causes": coll.late_rank_causes(inputs, instances)}
+
+
+def _sql(export: Path, query: str) -> list[tuple]:
+    with sqlite3.connect(f"{export.as_uri()}?mode=ro", uri=True) as conn:
+        return conn.execute(query).fetchall()
+
+
+def test_ranks_are_the_processes_with_their_gpus(export: Path, analysed: dict) -> None:
+    processes = nsys_ranks.rank_processes(export)
+    assert processes[["pid", "gpu", "launches"]].values.tolist() == [[850, 0, 15717], [851, 1, 15717]]
+    inputs = analysed["inputs"]
+    assert inputs.rank_order == "process start order"  # the export records no RANK= per process
+    assert [(t.pid, t.gpu) for t in inputs.ranks] == [(850, 0), (851, 1)]
+
+
+def test_whole_capture_rows_equal_sql(export: Path, analysed: dict) -> None:
+    per_device = _sql(export, "SELECT deviceId, COUNT(*), SUM(end - start), MAX(end) - MIN(start) "
+                              "FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY deviceId ORDER BY deviceId")
+    assert per_device == [(0, 15717, 226785103, 5534182267), (1, 15717, 370305791, 4521339913)]
+    ranks = analysed["ranks"]
+    whole = ranks[ranks["stage"] == ALL_STAGES]
+    assert whole[["gpu", "launches", "kernel_ns", "span_ns"]].values.tolist() == [list(r) for r in per_device]
+    assert (whole["idle_ns"] == whole["span_ns"] - whole["busy_ns"]).all()
+
+
+#: Collective kernels by kind, numbered per process in start order: one instance = one number.
+_INSTANCES = """
+WITH c AS (
+  SELECT k.globalPid AS p, k.deviceId AS d, k.start AS s, k.end AS e,
+         CASE WHEN n.value LIKE '%AllReduce%' THEN 'AllReduce' ELSE 'AllGather' END AS kind
+  FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN StringIds AS n ON n.id = k.shortName WHERE n.value LIKE 'nccl%'),
+numbered AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY p, kind ORDER BY s, e) AS i FROM c),
+inst AS (SELECT kind, i, MIN(e - s) AS transfer, MAX(s) - MIN(s) AS skew FROM numbered GROUP BY kind, i)
+SELECT numbered.d, numbered.kind, COUNT(*), SUM(e - s), SUM(inst.transfer), SUM(e - s - inst.transfer), SUM(inst.skew)
+FROM numbered JOIN inst USING (kind, i) GROUP BY numbered.d, numbered.kind ORDER BY numbered.d, numbered.kind"""
+
+
+def test_collectives_equal_sql(export: Path, analysed: dict) -> None:
+    expected = _sql(export, _INSTANCES)
+    assert sum(r[2] for r in expected) == 1364  # the README's NCCL kernels
+    table = analysed["collectives"]
+    whole = table[table["stage"] == ALL_STAGES]
+    assert whole[["rank", "collective", "count", "time_ns", "transfer_ns", "wait_ns", "skew_ns"]].values.tolist() \
+        == [list(r) for r in expected]
+    assert whole["bytes"].isna().all()  # the export holds NCCL's payload schemas, not their values
+    assert (whole["matched"] == whole["count"]).all()
+    # transfer = the per-instance minimum, so one rank of every instance waits nothing
+    instances = analysed["instances"]
+    assert (instances.groupby("instance")["wait_ns"].min() == 0).all()
+
+
+#: Kernels whose launching call lies in the `measured` range on the same thread, per device.
+_MEASURED = """
+SELECT k.deviceId, COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = k.correlationId AND r.globalTid >> 24 = k.globalPid >> 24
+JOIN NVTX_EVENTS AS n ON n.globalTid = r.globalTid AND r.start BETWEEN n.start AND n.end
+LEFT JOIN StringIds AS t ON t.id = n.textId
+WHERE COALESCE(n.text, t.value) = 'measured' AND n.eventType = 59 {extra} GROUP BY k.deviceId ORDER BY 1"""
+
+
+def test_measured_stage_per_rank_equals_sql(export: Path, analysed: dict) -> None:
+    kernels = _sql(export, _MEASURED.format(extra=""))
+    nccl = _sql(export, _MEASURED.format(extra="AND k.shortName IN (SELECT id FROM StringIds WHERE value LIKE 'nccl%')"))
+    ranks = analysed["ranks"].set_index("stage").loc["measured"]
+    assert ranks[["gpu", "launches", "kernel_ns"]].values.tolist() == [list(r) for r in kernels]
+    assert ranks["comm_ns"].tolist() == [r[2] for r in nccl]
+    table = analysed["collectives"]
+    measured = table[table["stage"] == "measured"].groupby("rank")[["count", "time_ns"]].sum()
+    assert measured.values.tolist() == [[r[1], r[2]] for r in nccl]
+    # each rank: wait + transfer = its collective time (every instance matched)
+    assert (ranks["wait_ns"] + ranks["transfer_ns"] == ranks["comm_ns"]).all()
+
+
+def test_late_rank_cause_accounts_for_its_window(analysed: dict) -> None:
+    causes = analysed["causes"]
+    assert len(causes["instance"].unique()) == coll.CAUSE_INSTANCES
+    per = causes.groupby("instance").agg(window=("host_window_ns", "first"), inside=("call_ns", "sum"))
+    assert (per["inside"] == per["window"]).all()  # calls (clipped to the window) + time in no call
+    instances = analysed["instances"]
+    worst = instances.groupby("instance")["wait_ns"].max().nlargest(1)
+    assert causes["instance"].iloc[0] == worst.index[0] and causes["wait_ns"].iloc[0] == worst.iloc[0]
+
+
+def test_one_export_per_rank_reads_the_same(split: list[Path], analysed: dict) -> None:
+    inputs = _inputs(split)
+    assert [(t.pid, t.gpu, len(t.kernels)) for t in inputs.ranks] == [(850, 0, 15717), (851, 1, 15717)]
+    instances = coll.collective_instances(inputs)
+    pd.testing.assert_frame_equal(coll.collectives(inputs, instances), analysed["collectives"])
+    pd.testing.assert_frame_equal(coll.ranks(inputs, instances), analysed["ranks"])
+
+
+def test_split_exports_build_with_their_ranks(split: list[Path], analysed: dict, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    assert main(["build", *map(str, split), "--stages", "measured", "--out", str(tmp_path / "site"),
+                 "--src", str(src), "--lang", "en"]) == 0
+    data = next(src.rglob("data/ranks.csv")).parent
+    ranks = pd.read_csv(data / "ranks.csv")
+    pd.testing.assert_frame_equal(ranks, analysed["ranks"], check_dtype=False)
+    table = pd.read_csv(data / "collectives.csv")
+    pd.testing.assert_frame_equal(table, analysed["collectives"], check_dtype=False)
