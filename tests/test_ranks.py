@@ -150,8 +150,10 @@ def test_late_rank_cause_accounts_for_its_window(analysed: dict) -> None:
     assert len(causes["instance"].unique()) == coll.CAUSE_INSTANCES
     per = causes.groupby("instance").agg(window=("host_window_ns", "first"), inside=("call_ns", "sum"))
     assert (per["inside"] == per["window"]).all()  # calls (clipped to the window) + time in no call
+    assert set(causes["stage"]) == {"measured"}  # the named stage's instances (where its late rank ran them)
     instances = analysed["instances"]
-    worst = instances.groupby("instance")["wait_ns"].max().nlargest(1)
+    late = instances[(instances["rank"] == instances["late_rank"]) & (instances["stage"] == "measured")]
+    worst = instances[instances["instance"].isin(late["instance"])].groupby("instance")["wait_ns"].max().nlargest(1)
     assert causes["instance"].iloc[0] == worst.index[0] and causes["wait_ns"].iloc[0] == worst.iloc[0]
 
 

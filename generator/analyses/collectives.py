@@ -28,14 +28,15 @@ from generator.resources import TEMPLATES, read_yaml
 #: data/collectives.csv: per stage, rank and collective kind (ns; ``bytes`` empty where unknown).
 COLLECTIVE_COLUMNS = ["stage", "rank", "collective", "count", "bytes", "time_ns", "transfer_ns", "wait_ns",
                       "exposed_ns", "matched", "skew_ns", "late"]
-#: data/ranks.csv: per rank and stage (ns).
+#: data/ranks.csv: per rank and stage (ns); ``exposed_transfer_ns``: per instance the part of its
+#: exposed time up to its transfer (what perfect overlap could hide), summed.
 RANK_COLUMNS = ["rank", "pid", "gpu", "stage", "span_ns", "kernel_ns", "idle_ns", "launches", "busy_ns",
-                "compute_ns", "comm_ns", "transfer_ns", "wait_ns", "exposed_ns"]
+                "compute_ns", "comm_ns", "transfer_ns", "wait_ns", "exposed_ns", "exposed_transfer_ns"]
 #: One row per (matched instance, rank): :func:`collective_instances`.
 INSTANCE_COLUMNS = ["instance", "collective", "ordinal", "rank", "start", "end", "duration_ns", "transfer_ns",
-                    "wait_ns", "skew_ns", "late_rank", "exposed_ns", "bytes"]
+                    "wait_ns", "skew_ns", "late_rank", "exposed_ns", "bytes", "stage"]
 #: The late rank's host before the instances that waited most: :func:`late_rank_causes`.
-CAUSE_COLUMNS = ["instance", "collective", "late_rank", "wait_ns", "skew_ns", "gpu_idle_ns", "host_window_ns",
+CAUSE_COLUMNS = ["stage", "instance", "collective", "late_rank", "wait_ns", "skew_ns", "gpu_idle_ns", "host_window_ns",
                  "call", "calls", "call_ns"]
 #: How many instances (largest wait first) the late rank's cause is looked up for.
 CAUSE_INSTANCES = 10
@@ -147,13 +148,44 @@ def _in_ranges(kernels: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     return hit
 
 
+def rank_stage_spans(ranks: tuple[RankTables, ...], stages: list[str], whole: bool = True) -> pd.DataFrame:
+    """Per stage, over all ranks together: ``span_ns`` the union of each rank's instance spans (first
+    kernel start to last kernel end), ``busy_ns`` the time any rank's GPU ran a kernel in it,
+    ``idle_ns`` = span − busy (no GPU running anything). Without ``whole``, ALL_STAGES is the union
+    of the named stages rather than the whole capture."""
+    spans: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {s: [] for s in stages}
+    busy: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {s: [] for s in stages}
+    for tables in ranks:
+        kernels = rank_kernels(tables, stages)
+        for stage in stages:
+            inst = kernels[f"stage:{stage}"]
+            part = kernels[inst >= 0]
+            grouped = part.groupby(inst[inst >= 0])
+            spans[stage].append((grouped["start"].min().to_numpy(), grouped["end"].max().to_numpy()))
+            busy[stage].append((part["start"].to_numpy(), part["end"].to_numpy()))
+    if not whole and ALL_STAGES in stages:
+        named = [s for s in stages if s != ALL_STAGES]
+        spans[ALL_STAGES] = [x for s in named for x in spans[s]]
+        busy[ALL_STAGES] = [x for s in named for x in busy[s]]
+    rows = []
+    for stage in stages:
+        span = union_length(*(np.concatenate(x) for x in zip(*spans[stage], strict=True)))
+        run = union_length(*(np.concatenate(x) for x in zip(*busy[stage], strict=True)))
+        rows.append({"stage": stage, "span_ns": span, "busy_ns": run, "idle_ns": span - run})
+    return pd.DataFrame(rows, columns=["stage", "span_ns", "busy_ns", "idle_ns"])
+
+
 def collective_instances(inputs: VersionInputs) -> pd.DataFrame | None:
     """INSTANCE_COLUMNS: every collective instance matched across all ranks (None: one rank)."""
     if len(inputs.ranks) < 2:
         return None
     frames = []
+    named = stage_names(inputs)[1:]
     for rank, tables in enumerate(inputs.ranks):
-        kernels = rank_kernels(tables, [ALL_STAGES])
+        kernels = rank_kernels(tables, [ALL_STAGES, *named])
+        kernels["stage"] = ALL_STAGES
+        for stage in reversed(named):
+            kernels.loc[kernels[f"stage:{stage}"] >= 0, "stage"] = stage
         other = kernels[kernels["collective"].isna()]
         coll = kernels[kernels["collective"].notna()].sort_values(["start", "end"], kind="stable").copy()
         coll["ordinal"] = coll.groupby("collective").cumcount()
@@ -161,7 +193,7 @@ def collective_instances(inputs: VersionInputs) -> pd.DataFrame | None:
         coll["duration_ns"] = coll["end"] - coll["start"]
         coll["exposed_ns"] = coll["duration_ns"] - covered(coll["start"].to_numpy(), coll["end"].to_numpy(),
                                                            other["start"].to_numpy(), other["end"].to_numpy())
-        frames.append(coll[["collective", "ordinal", "rank", "start", "end", "duration_ns", "exposed_ns"]])
+        frames.append(coll[["collective", "ordinal", "rank", "start", "end", "duration_ns", "exposed_ns", "stage"]])
     table = pd.concat(frames, ignore_index=True)
     world = len(inputs.ranks)
     present = table.groupby(["collective", "ordinal"])["rank"].transform("nunique")
@@ -237,27 +269,45 @@ def ranks(inputs: VersionInputs, collective_instances: pd.DataFrame | None) -> p
                 span = int(e.max() - s.min())
                 busy = union_length(s, e)
                 exposed = (e[comm] - s[comm]) - covered(s[comm], e[comm], s[~comm], e[~comm])
+                transfer = part["transfer_ns"].to_numpy()[comm]
+                exposed_transfer = np.nansum(np.minimum(exposed, transfer))
                 for key, value in (("span_ns", span), ("kernel_ns", int((e - s).sum())), ("idle_ns", span - busy),
                                    ("launches", len(part)), ("busy_ns", busy),
                                    ("compute_ns", union_length(s[~comm], e[~comm])),
                                    ("comm_ns", int((e[comm] - s[comm]).sum())),
                                    ("transfer_ns", int(np.nansum(part["transfer_ns"]))),
-                                   ("wait_ns", int(np.nansum(part["wait_ns"]))), ("exposed_ns", int(exposed.sum()))):
+                                   ("wait_ns", int(np.nansum(part["wait_ns"]))), ("exposed_ns", int(exposed.sum())),
+                                   ("exposed_transfer_ns", int(exposed_transfer))):
                     figures[key] += value
             rows.append({"rank": rank, "pid": tables.pid, "gpu": tables.gpu, "stage": stage, **figures})
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
 def late_rank_causes(inputs: VersionInputs, collective_instances: pd.DataFrame | None) -> pd.DataFrame | None:
-    """CAUSE_COLUMNS: for the :data:`CAUSE_INSTANCES` instances with the largest wait, the CUDA calls
-    the late rank's launching thread made between the launch of its previous kernel and the launch
-    of its collective (by name, time inside the window), and the window's time in no call."""
+    """CAUSE_COLUMNS: per measured stage (the whole capture where none is named; an instance is in the
+    stage its late rank ran it in), for the :data:`CAUSE_INSTANCES` instances with the largest wait,
+    the CUDA calls the late rank's launching thread made between the launch of its previous kernel
+    and the launch of its collective (by name, time inside the window), and the window's time in no
+    call."""
     if collective_instances is None:
         return None
+    late_rows = collective_instances[collective_instances["rank"] == collective_instances["late_rank"]]
     per = collective_instances.groupby("instance").agg(wait_ns=("wait_ns", "max"), skew_ns=("skew_ns", "first"),
                                                        late_rank=("late_rank", "first"),
                                                        collective=("collective", "first"))
-    top = per[per["wait_ns"] > 0].sort_values(["wait_ns"], ascending=False, kind="stable").head(CAUSE_INSTANCES)
+    per["stage"] = late_rows.set_index("instance")["stage"]
+    named = stage_names(inputs)[1:] or [ALL_STAGES]
+    rows = []
+    for stage in named:
+        own = per if stage == ALL_STAGES else per[per["stage"] == stage]
+        top = own[own["wait_ns"] > 0].sort_values(["wait_ns"], ascending=False, kind="stable").head(CAUSE_INSTANCES)
+        rows += _causes(inputs, collective_instances, top, stage)
+    return pd.DataFrame(rows, columns=CAUSE_COLUMNS)
+
+
+def _causes(inputs: VersionInputs, instances: pd.DataFrame, top: pd.DataFrame, stage: str) -> list[dict]:
+    """:func:`late_rank_causes` rows of the instances ``top`` (index: instance) of ``stage``."""
+    collective_instances = instances
     rows = []
     for instance, row in top.iterrows():
         late = int(row["late_rank"])
@@ -270,7 +320,7 @@ def late_rank_causes(inputs: VersionInputs, collective_instances: pd.DataFrame |
         before = kernels[kernels["end"] <= kernel["start"]]
         previous = before.loc[before["end"].idxmax()] if len(before) else None
         gpu_idle = int(kernel["start"] - previous["end"]) if previous is not None else np.nan
-        base = {"instance": int(instance), "collective": row["collective"], "late_rank": late,
+        base = {"stage": stage, "instance": int(instance), "collective": row["collective"], "late_rank": late,
                 "wait_ns": int(row["wait_ns"]), "skew_ns": int(row["skew_ns"]), "gpu_idle_ns": gpu_idle}
         if pd.isna(kernel["call_start"]) or previous is None or pd.isna(previous["call_start"]):
             rows.append({**base, "host_window_ns": np.nan, "call": None, "calls": 0, "call_ns": np.nan})
@@ -286,7 +336,44 @@ def late_rank_causes(inputs: VersionInputs, collective_instances: pd.DataFrame |
             rows.append({**base, "host_window_ns": window, "call": name, "calls": int(figures["count"]),
                          "call_ns": int(figures["sum"])})
         rows.append({**base, "host_window_ns": window, "call": IDLE_CALL, "calls": 0, "call_ns": window - in_calls})
-    return pd.DataFrame(rows, columns=CAUSE_COLUMNS)
+    return rows
+
+
+def rank_overview(inputs: VersionInputs, ranks: pd.DataFrame | None, collectives: pd.DataFrame | None,
+                  late_rank_causes: pd.DataFrame | None) -> dict[str, Any] | None:
+    """What the Overview says of a multi-rank version (None: one rank): the ranks in order, how
+    they were ordered, the interconnect the export states, per measured stage each rank's span,
+    compute, collective transfer, wait and idle time and the rank that waits most, and what the
+    late rank's host did before the instances that waited most (:func:`late_rank_causes`)."""
+    if ranks is None or collectives is None:
+        return None
+    named = [s for s in dict.fromkeys(ranks["stage"]) if s != ALL_STAGES] or [ALL_STAGES]
+    stages = []
+    for stage in named:
+        rows = ranks[ranks["stage"] == stage]
+        own = collectives[collectives["stage"] == stage]
+        waits = rows.set_index("rank")["wait_ns"]
+        causes = late_rank_causes[late_rank_causes["stage"] == stage] if late_rank_causes is not None else None
+        stages.append({"stage": stage, "ranks": rows.to_dict("records"),
+                       "kinds": own.to_dict("records"),
+                       "waits_most": int(waits.idxmax()) if len(waits) and waits.max() > 0 else None,
+                       "late": _late(causes) if causes is not None and len(causes) else None})
+    return {"world": len(inputs.ranks), "order": inputs.rank_order,
+            "gpus": [{"rank": i, "pid": t.pid, "gpu": t.gpu} for i, t in enumerate(inputs.ranks)],
+            "stages": stages}
+
+
+def _late(causes: pd.DataFrame) -> dict[str, Any]:
+    """The rank late most often among ``causes`` (one stage's rows), its instances and calls."""
+    per = causes.drop_duplicates("instance")
+    rank = int(per["late_rank"].mode().min())
+    mine = causes[causes["late_rank"] == rank]
+    calls = mine.groupby("call", sort=False)["call_ns"].sum().sort_values(ascending=False, kind="stable")
+    shown = per[per["late_rank"] == rank]
+    return {"rank": rank, "instances": len(shown), "of": len(per),
+            "wait_ns": int(shown["wait_ns"].sum()), "window_ns": float(shown["host_window_ns"].sum()),
+            "gpu_idle_ns": float(shown["gpu_idle_ns"].sum()),
+            "calls": [{"call": c, "ns": int(v), "idle": c == IDLE_CALL} for c, v in calls.head(4).items()]}
 
 
 ANALYSES = [
@@ -294,4 +381,5 @@ ANALYSES = [
     Analysis("collectives", collectives, publish=True),
     Analysis("ranks", ranks, publish=True),
     Analysis("late_rank_causes", late_rank_causes, publish=True),
+    Analysis("rank_overview", rank_overview),
 ]

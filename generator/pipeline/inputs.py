@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from generator.analyses.collectives import rank_stage_spans
 from generator.errors import InputError
 from generator.forks import Forks, can_fork
 from generator.model import (
@@ -390,8 +391,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
         launches=pd.concat(launches, ignore_index=True) if launches else None,
-        stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS
-                                       if c not in ("device", "idle_med_ns", "launch_call_med_ns")]),
+        stage_spans=_over_ranks(_per_stage(spans, [c for c in TIMELINE_COLUMNS
+                                                   if c not in ("device", "idle_med_ns", "launch_call_med_ns")]),
+                                ranks, any((f["stage"] == ALL_STAGES).any() for f in spans)),
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
         kernel_ops=pd.concat(shaped, ignore_index=True) if shaped else None,
         op_calls=pd.concat(op_calls, ignore_index=True) if op_calls else None,
@@ -412,6 +414,19 @@ def version_ranks(exports: list[Path], cache: InputCache) -> tuple[tuple[RankTab
     return tuple(nsys_ranks.shifted(cache.rank(Path(row.path), int(row.global_pid), int(row.gpu)),
                                     int(row.session_utc_ns) - first)
                  for row in ordered.itertuples()), source
+
+
+def _over_ranks(spans: pd.DataFrame, ranks: tuple[RankTables, ...], whole: bool) -> pd.DataFrame:
+    """``spans`` (:func:`_per_stage`) of several ranks with each stage's span the union over the ranks,
+    never their sum, and its busy and idle time that of all GPUs together (idle: no GPU ran a kernel);
+    ``whole``: the inputs read the whole capture (else ALL_STAGES is the stages' union)."""
+    if len(ranks) < 2 or not len(spans):
+        return spans
+    union = rank_stage_spans(ranks, list(spans["stage"]), whole).set_index("stage")
+    spans = spans.copy()
+    for column in ("span_ns", "busy_ns", "idle_ns"):
+        spans[column] = spans["stage"].map(union[column]).astype(spans[column].dtype)
+    return spans
 
 
 def _per_stage(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
