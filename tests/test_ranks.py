@@ -174,3 +174,26 @@ def test_split_exports_build_with_their_ranks(split: list[Path], analysed: dict,
     pd.testing.assert_frame_equal(ranks, analysed["ranks"], check_dtype=False)
     table = pd.read_csv(data / "collectives.csv")
     pd.testing.assert_frame_equal(table, analysed["collectives"], check_dtype=False)
+
+
+def test_rank_from_each_exports_environment(export: Path, split: list[Path], tmp_path: Path) -> None:
+    """Exports made per rank record that rank's RANK= (nsys ran in its environment): it orders them,
+    here against process start order."""
+    swapped = []
+    for path, rank in zip(split, (1, 0), strict=True):
+        copy = tmp_path / path.name
+        shutil.copy(path, copy)
+        with sqlite3.connect(copy) as db:
+            db.execute("UPDATE TARGET_INFO_SYSTEM_ENV SET value = value || ? WHERE name = 'DeviceEnvironment'",
+                       (f";RANK={rank}",))
+        swapped.append(copy)
+    processes = pd.concat([nsys_ranks.rank_processes(p) for p in swapped], ignore_index=True)
+    ordered, source = nsys_ranks.order_ranks(processes)
+    assert source == "environment"
+    assert ordered[["rank", "pid", "gpu", "env_rank"]].values.tolist() == [[0, 851, 1, 0], [1, 850, 0, 1]]
+    # one export of both processes: the CLI's environment (even with a RANK=) is no rank's own
+    both = tmp_path / "both.sqlite"
+    shutil.copy(export, both)
+    with sqlite3.connect(both) as db:
+        db.execute("UPDATE TARGET_INFO_SYSTEM_ENV SET value = value || ';RANK=1' WHERE name = 'DeviceEnvironment'")
+    assert nsys_ranks.order_ranks(nsys_ranks.rank_processes(both))[1] == "process start order"

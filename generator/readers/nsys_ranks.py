@@ -5,10 +5,11 @@ lists them with what orders them; :func:`read_rank` reads one rank's small table
 the call that launched each, its NVTX ranges, its host threads' CUDA calls). Both are pure functions
 of (file, rank), so ranks can be read in parallel by any pool of workers.
 
-Launcher rank, where known: ``RANK=`` in the process's recorded environment; otherwise the process
-start order (its first CUDA call, on the capture's UTC clock), which :data:`RANK_SOURCES` names.
-NCCL's NVTX payloads would carry the communicator rank, but exports hold their schemas only
-(``binaryData`` is empty), so they are not read.
+Launcher rank, where known: ``RANK=`` in the environment nsys recorded (TARGET_INFO_SYSTEM_ENV),
+which is that rank's own only in an export made per rank (each rank's process running ``nsys
+profile``); otherwise the process start order (its first CUDA call, on the UTC clock of the
+session), which :data:`RANK_SOURCES` names. NCCL's NVTX payloads carry the communicator rank, but
+nsys 2025.3's SQLite export holds their schemas only (``binaryData`` empty), so they are not read.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ RANK_COLUMNS = [
     "launches",  # its kernels
     "first_call_ns",  # its first CUDA call (else first kernel), on the session's clock
     "session_utc_ns",  # the session's start (TARGET_INFO_SESSION_START_TIME), 0 when not stated
-    "env_rank",  # RANK= of the process environment where the export records it, else None
+    "env_rank",  # RANK= of the environment nsys ran in, for an export of one rank; else None
 ]
 #: How the ranks of a version were ordered.
 RANK_SOURCES = ("environment", "process start order")
@@ -42,7 +43,7 @@ _TABLES = (KERNEL_TABLE, RUNTIME_TABLE, NVTX_TABLE, "StringIds")
 _RANGE_TYPES = (59, 60)
 
 
-def _connect(path: Path):
+def _connect(path: Path, tables: tuple[str, ...] = _TABLES):
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
@@ -50,7 +51,7 @@ def _connect(path: Path):
         raise InputError(path, f"cannot read ({exc.strerror})") from None
     if head != SQLITE_MAGIC:
         raise InputError(path, "not an SQLite file")
-    return checked_while_read(path, _TABLES)
+    return checked_while_read(path, tables)
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -58,29 +59,32 @@ def _tables(conn: sqlite3.Connection) -> set[str]:
 
 
 def rank_processes(path: str | Path) -> pd.DataFrame:
-    """RANK_COLUMNS of every (process, GPU) of ``path`` that ran kernels, in start order."""
+    """RANK_COLUMNS of every (process, GPU) of ``path`` that ran kernels, in start order (the CUDA
+    calls are read only where there are several: a single-GPU export costs one grouped count)."""
     path = Path(path)
     try:
-        with _connect(path) as conn:
-            tables = _tables(conn)
-            if KERNEL_TABLE not in tables:
+        with _connect(path, (KERNEL_TABLE,)) as conn:
+            if KERNEL_TABLE not in _tables(conn):
                 return pd.DataFrame(columns=RANK_COLUMNS)
             rows = conn.execute(f"SELECT globalPid, deviceId, COUNT(*), MIN(start) FROM {KERNEL_TABLE} "
                                 "GROUP BY globalPid, deviceId").fetchall()
+        with _connect(path, (RUNTIME_TABLE,) if len(rows) > 1 else ()) as conn:
+            tables = _tables(conn)
             first_calls = {}
-            if RUNTIME_TABLE in tables:
+            if RUNTIME_TABLE in tables and len(rows) > 1:
                 first_calls = dict(conn.execute(f"SELECT globalTid >> 24, MIN(start) FROM {RUNTIME_TABLE} "
                                                 "GROUP BY globalTid >> 24").fetchall())
             session = 0
             if "TARGET_INFO_SESSION_START_TIME" in tables:
                 found = conn.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
                 session = int(found[0]) if found and found[0] is not None else 0
-            envs = _process_ranks(conn, tables)
+            # the CLI's environment is one rank's only where the export holds one rank
+            env_rank = _cli_rank(conn, tables) if len(rows) == 1 else None
     except sqlite3.DatabaseError as exc:
         raise InputError(path, f"unreadable nsys SQLite export ({str(exc).strip()})") from None
     frame = pd.DataFrame(
         [(str(path), int(gp), int(gp) >> 24 & 0xFFFFFF, int(dev), int(n),
-          int(first_calls.get(int(gp) >> 24, first)), session, envs.get(int(gp)))
+          int(first_calls.get(int(gp) >> 24, first)), session, env_rank)
          for gp, dev, n, first in rows], columns=RANK_COLUMNS)
     return frame.sort_values(["first_call_ns", "pid", "gpu"], kind="stable").reset_index(drop=True)
 
@@ -88,16 +92,16 @@ def rank_processes(path: str | Path) -> pd.DataFrame:
 _RANK_ENV = re.compile(r"(?:^|;)RANK=(\d+)(?:;|$)")
 
 
-def _process_ranks(conn: sqlite3.Connection, tables: set[str]) -> dict[int, int]:
-    """globalPid → ``RANK=`` of its environment, where the export records one per process."""
-    if "PROCESS_ENV" not in tables:  # nsys records only the CLI's environment (TARGET_INFO_SYSTEM_ENV)
-        return {}
-    found = {}
-    for gp, text in conn.execute("SELECT globalPid, value FROM PROCESS_ENV WHERE value LIKE '%RANK=%'"):
+def _cli_rank(conn: sqlite3.Connection, tables: set[str]) -> int | None:
+    """``RANK=`` of the environment nsys was started in (TARGET_INFO_SYSTEM_ENV's DeviceEnvironment),
+    None where it has none: an export made per rank (``nsys profile`` run by each rank's process)."""
+    if "TARGET_INFO_SYSTEM_ENV" not in tables:
+        return None
+    for (text,) in conn.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'DeviceEnvironment'"):
         match = _RANK_ENV.search(str(text))
         if match:
-            found[int(gp)] = int(match[1])
-    return found
+            return int(match[1])
+    return None
 
 
 def read_rank(path: str | Path, global_pid: int, gpu: int) -> RankTables:
