@@ -3,6 +3,7 @@ export and split into one export per rank by SQL; every figure of collectives.cs
 equals plain SQL over the export."""
 from __future__ import annotations
 
+import dataclasses
 import lzma
 import shutil
 import sqlite3
@@ -12,8 +13,11 @@ import pandas as pd
 import pytest
 
 from generator.analyses import collectives as coll
+from generator.analyses.projection import communication_note
 from generator.cli import main
+from generator.commands.inspect import rank_facts
 from generator.model import ALL_STAGES, VersionInputs
+from generator.pipeline.chips import load_chip
 from generator.pipeline.inputs import InputCache, version_ranks
 from generator.readers import nsys_ranks
 
@@ -165,7 +169,7 @@ def test_one_export_per_rank_reads_the_same(split: list[Path], analysed: dict) -
     pd.testing.assert_frame_equal(coll.ranks(inputs, instances), analysed["ranks"])
 
 
-def test_split_exports_build_with_their_ranks(split: list[Path], analysed: dict, tmp_path: Path) -> None:
+def test_split_exports_build_with_their_ranks(split: list[Path], analysed: dict, tmp_path: Path, capsys) -> None:
     src = tmp_path / "src"
     assert main(["build", *map(str, split), "--stages", "measured", "--out", str(tmp_path / "site"),
                  "--src", str(src), "--lang", "en"]) == 0
@@ -174,6 +178,21 @@ def test_split_exports_build_with_their_ranks(split: list[Path], analysed: dict,
     pd.testing.assert_frame_equal(ranks, analysed["ranks"], check_dtype=False)
     table = pd.read_csv(data / "collectives.csv")
     pd.testing.assert_frame_equal(table, analysed["collectives"], check_dtype=False)
+    # compare: rank matched to rank; a different world size refused with one line
+    single = tmp_path / "single"
+    single.mkdir()
+    shutil.copy(data / "ncu_metrics.csv", single / "ncu_metrics.csv")
+    capsys.readouterr()
+    assert main(["compare", str(data), str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "measured, rank 1: span 2,391.752 → 2,391.752 ms" in out and "wait 180.065 → 180.065 ms" in out
+    assert main(["compare", str(single), str(data)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "2 rank(s) against the baseline's 1" in err[0]
+    pages = (data.parent / "index.md").read_text(encoding="utf-8")
+    assert "1 GPU" not in pages and "rank 1 waits most: 180.07 ms of its 186.47 ms" in pages
+    assert "1 GPU" not in (data.parent / "findings.md").read_text(encoding="utf-8")
+
 
 
 def test_rank_from_each_exports_environment(export: Path, split: list[Path], tmp_path: Path) -> None:
@@ -197,3 +216,18 @@ def test_rank_from_each_exports_environment(export: Path, split: list[Path], tmp
     with sqlite3.connect(both) as db:
         db.execute("UPDATE TARGET_INFO_SYSTEM_ENV SET value = value || ';RANK=1' WHERE name = 'DeviceEnvironment'")
     assert nsys_ranks.order_ranks(nsys_ranks.rank_processes(both))[1] == "process start order"
+
+
+def test_inspect_lists_ranks() -> None:
+    facts = rank_facts(FIXTURE)
+    assert facts["rank_order"] == "process start order"
+    assert facts["ranks"] == [{"rank": 0, "pid": 850, "gpu": 0, "launches": 15717},
+                              {"rank": 1, "pid": 851, "gpu": 1, "launches": 15717}]
+
+
+def test_projection_says_communication_is_not_projected() -> None:
+    h200 = load_chip("h200")
+    assert "NVIDIA H200 SXM states a 900 GB/s link" in communication_note(2, h200)
+    unlinked = dataclasses.replace(h200, figures={k: v for k, v in h200.figures.items() if k != "link_gbps"})
+    assert "states no link figure" in communication_note(2, unlinked)
+    assert "communication is not projected" in communication_note(2, unlinked)
