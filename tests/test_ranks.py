@@ -120,7 +120,8 @@ def test_collectives_equal_sql(export: Path, analysed: dict) -> None:
     whole = table[table["stage"] == ALL_STAGES]
     assert whole[["rank", "collective", "count", "time_ns", "transfer_ns", "wait_ns", "skew_ns"]].values.tolist() \
         == [list(r) for r in expected]
-    assert whole["bytes"].isna().all()  # the export holds NCCL's payload schemas, not their values
+    # the export holds NCCL's payload schemas, not their values: no bytes, so no bandwidth
+    assert whole[["bytes", "algbw_gbps", "busbw_gbps"]].isna().all().all()
     assert (whole["matched"] == whole["count"]).all()
     # transfer = the per-instance minimum, so one rank of every instance waits nothing
     instances = analysed["instances"]
@@ -231,3 +232,23 @@ def test_projection_says_communication_is_not_projected() -> None:
     unlinked = dataclasses.replace(h200, figures={k: v for k, v in h200.figures.items() if k != "link_gbps"})
     assert "states no link figure" in communication_note(2, unlinked)
     assert "communication is not projected" in communication_note(2, unlinked)
+
+
+def test_bus_bandwidth_factors_are_nccl_tests() -> None:
+    """nccl-tests' doc/PERFORMANCE.md: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n,
+    broadcast and reduce 1."""
+    assert [coll.busbw_factor("AllReduce", n) for n in (2, 4, 8)] == [1.0, 1.5, 1.75]
+    assert [coll.busbw_factor(k, 8) for k in ("AllGather", "ReduceScatter", "Broadcast")] == [0.875, 0.875, 1.0]
+    assert coll.busbw_factor("SendRecv", 2) is None
+
+
+def test_collective_kernels_by_family() -> None:
+    """Recognized by name family across libraries, not by this file: NCCL and serving engines' custom
+    all-reduce kernels; a compute kernel is none."""
+    names = {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL": "AllReduce",
+             "ncclKernel_AllGather_RING_LL_Sum_int8_t": "AllGather",
+             "ncclDevKernel_ReduceScatter_Sum_f32_RING_SIMPLE": "ReduceScatter",
+             "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>": "AllReduce",
+             "void tensorrt_llm::kernels::oneShotAllReduceKernel<half, 8>": "AllReduce",
+             "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn": None}
+    assert {n: coll.kernel_collective(n) for n in names} == names

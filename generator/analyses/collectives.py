@@ -25,19 +25,22 @@ from generator.model import ALL_STAGES, RankTables, VersionInputs
 from generator.readers.nsys_sqlite import stage_spec
 from generator.resources import TEMPLATES, read_yaml
 
-#: data/collectives.csv: per stage, rank and collective kind (ns; ``bytes`` empty where unknown).
+#: data/collectives.csv: per stage, rank and collective kind (ns; ``bytes`` empty where unknown, and
+#: with it algbw = bytes / transfer time and busbw = algbw × nccl-tests' factor, GB/s).
 COLLECTIVE_COLUMNS = ["stage", "rank", "collective", "count", "bytes", "time_ns", "transfer_ns", "wait_ns",
-                      "exposed_ns", "matched", "skew_ns", "late"]
+                      "exposed_ns", "matched", "skew_ns", "late", "algbw_gbps", "busbw_gbps"]
 #: data/ranks.csv: per rank and stage (ns); ``exposed_transfer_ns``: per instance the part of its
 #: exposed time up to its transfer (what perfect overlap could hide), summed.
 RANK_COLUMNS = ["rank", "pid", "gpu", "stage", "span_ns", "kernel_ns", "idle_ns", "launches", "busy_ns",
                 "compute_ns", "comm_ns", "transfer_ns", "wait_ns", "exposed_ns", "exposed_transfer_ns"]
 #: One row per (matched instance, rank): :func:`collective_instances`.
-INSTANCE_COLUMNS = ["instance", "collective", "ordinal", "rank", "start", "end", "duration_ns", "transfer_ns",
+INSTANCE_COLUMNS = ["instance", "collective", "ordinal", "rank", "start", "end", "call_start", "duration_ns", "transfer_ns",
                     "wait_ns", "skew_ns", "late_rank", "exposed_ns", "bytes", "stage"]
-#: The late rank's host before the instances that waited most: :func:`late_rank_causes`.
-CAUSE_COLUMNS = ["stage", "instance", "collective", "late_rank", "wait_ns", "skew_ns", "gpu_idle_ns", "host_window_ns",
-                 "call", "calls", "call_ns"]
+#: The late rank's host before the instances that waited most: :func:`late_rank_causes`;
+#: ``since_sync_ns``: the late rank's host time from launching its previous collective to launching
+#: this one, ``first_since_sync_ns`` the same for the rank that arrived first.
+CAUSE_COLUMNS = ["stage", "instance", "collective", "late_rank", "wait_ns", "skew_ns", "gpu_idle_ns",
+                 "since_sync_ns", "first_since_sync_ns", "host_window_ns", "call", "calls", "call_ns"]
 #: How many instances (largest wait first) the late rank's cause is looked up for.
 CAUSE_INSTANCES = 10
 #: What a host window holds when no CUDA call ran in it, and what it holds besides the calls.
@@ -193,7 +196,8 @@ def collective_instances(inputs: VersionInputs) -> pd.DataFrame | None:
         coll["duration_ns"] = coll["end"] - coll["start"]
         coll["exposed_ns"] = coll["duration_ns"] - covered(coll["start"].to_numpy(), coll["end"].to_numpy(),
                                                            other["start"].to_numpy(), other["end"].to_numpy())
-        frames.append(coll[["collective", "ordinal", "rank", "start", "end", "duration_ns", "exposed_ns", "stage"]])
+        frames.append(coll[["collective", "ordinal", "rank", "start", "end", "call_start", "duration_ns", "exposed_ns",
+                            "stage"]])
     table = pd.concat(frames, ignore_index=True)
     world = len(inputs.ranks)
     present = table.groupby(["collective", "ordinal"])["rank"].transform("nunique")
@@ -220,6 +224,7 @@ def collectives(inputs: VersionInputs, collective_instances: pd.DataFrame | None
         return None
     stages = stage_names(inputs)
     matched = collective_instances.set_index(["rank", "start", "end"])
+    world = len(inputs.ranks)
     rows = []
     for rank, tables in enumerate(inputs.ranks):
         kernels = rank_kernels(tables, stages)
@@ -236,13 +241,17 @@ def collectives(inputs: VersionInputs, collective_instances: pd.DataFrame | None
             inside = coll[coll[f"stage:{stage}"] >= 0]
             for kind, part in inside.groupby("collective", sort=True):
                 known = part["transfer_ns"].notna()
+                moved = part["bytes"].sum() if part["bytes"].notna().all() else np.nan
+                transfer = int(part.loc[known, "transfer_ns"].sum())
+                algbw = moved / transfer if transfer and known.all() else np.nan  # bytes/ns = GB/s
+                factor = busbw_factor(kind, world)
                 rows.append({
                     "stage": stage, "rank": rank, "collective": kind, "count": len(part),
-                    "bytes": part["bytes"].sum() if part["bytes"].notna().all() else np.nan,
-                    "time_ns": int(part["duration_ns"].sum()), "transfer_ns": int(part.loc[known, "transfer_ns"].sum()),
+                    "bytes": moved, "time_ns": int(part["duration_ns"].sum()), "transfer_ns": transfer,
                     "wait_ns": int(part.loc[known, "wait_ns"].sum()), "exposed_ns": int(part["exposed_ns"].sum()),
                     "matched": int(known.sum()), "skew_ns": int(part.loc[known, "skew_ns"].sum()),
                     "late": int((part.loc[known, "late_rank"] == rank).sum()),
+                    "algbw_gbps": algbw, "busbw_gbps": algbw * factor if factor is not None else np.nan,
                 })
     return pd.DataFrame(rows, columns=COLLECTIVE_COLUMNS)
 
@@ -305,6 +314,15 @@ def late_rank_causes(inputs: VersionInputs, collective_instances: pd.DataFrame |
     return pd.DataFrame(rows, columns=CAUSE_COLUMNS)
 
 
+def _since_sync(instances: pd.DataFrame, own: pd.Series) -> float:
+    """Host time of ``own``'s rank from launching its previous collective to launching ``own``'s."""
+    mine = instances[(instances["rank"] == own["rank"]) & (instances["start"] < own["start"])]
+    if not len(mine) or pd.isna(own["call_start"]):
+        return np.nan
+    previous = mine.loc[mine["start"].idxmax(), "call_start"]
+    return float(own["call_start"] - previous) if pd.notna(previous) else np.nan
+
+
 def _causes(inputs: VersionInputs, instances: pd.DataFrame, top: pd.DataFrame, stage: str) -> list[dict]:
     """:func:`late_rank_causes` rows of the instances ``top`` (index: instance) of ``stage``."""
     collective_instances = instances
@@ -320,8 +338,11 @@ def _causes(inputs: VersionInputs, instances: pd.DataFrame, top: pd.DataFrame, s
         before = kernels[kernels["end"] <= kernel["start"]]
         previous = before.loc[before["end"].idxmax()] if len(before) else None
         gpu_idle = int(kernel["start"] - previous["end"]) if previous is not None else np.nan
+        first = collective_instances[collective_instances["instance"] == instance].sort_values(["start", "rank"]).iloc[0]
         base = {"stage": stage, "instance": int(instance), "collective": row["collective"], "late_rank": late,
-                "wait_ns": int(row["wait_ns"]), "skew_ns": int(row["skew_ns"]), "gpu_idle_ns": gpu_idle}
+                "wait_ns": int(row["wait_ns"]), "skew_ns": int(row["skew_ns"]), "gpu_idle_ns": gpu_idle,
+                "since_sync_ns": _since_sync(collective_instances, own),
+                "first_since_sync_ns": _since_sync(collective_instances, first)}
         if pd.isna(kernel["call_start"]) or previous is None or pd.isna(previous["call_start"]):
             rows.append({**base, "host_window_ns": np.nan, "call": None, "calls": 0, "call_ns": np.nan})
             continue
@@ -373,6 +394,8 @@ def _late(causes: pd.DataFrame) -> dict[str, Any]:
     return {"rank": rank, "instances": len(shown), "of": len(per),
             "wait_ns": int(shown["wait_ns"].sum()), "window_ns": float(shown["host_window_ns"].sum()),
             "gpu_idle_ns": float(shown["gpu_idle_ns"].sum()),
+            "since_sync_ns": float(shown["since_sync_ns"].sum()),
+            "first_since_sync_ns": float(shown["first_since_sync_ns"].sum()),
             "calls": [{"call": c, "ns": int(v), "idle": c == IDLE_CALL} for c, v in calls.head(4).items()]}
 
 
