@@ -199,6 +199,24 @@ class Dataset:
         return Path(self.provenance.path)
 
 
+@dataclass(frozen=True)
+class RankTables:
+    """One rank's tables (ns on its own session clock).
+
+    ``kernels``: start, end, stream, name, call_start, call_tid (the CUDA call that launched it);
+    ``ranges``: name, start, end, tid of the process's NVTX ranges; ``calls``: name, start, end, tid
+    of the process's CUDA runtime and driver calls.
+    """
+
+    path: str
+    global_pid: int
+    pid: int
+    gpu: int
+    kernels: pd.DataFrame
+    ranges: pd.DataFrame
+    calls: pd.DataFrame
+
+
 @dataclass
 class VersionInputs:
     """What a version's inputs were read into (the pipeline's reading → the analyses)."""
@@ -240,6 +258,10 @@ class VersionInputs:
     #: each kernel of the version's PyTorch traces recorded with shapes and the operator call that
     #: launched it (readers.torch_trace.KERNEL_OP_COLUMNS), None where no trace carries shapes
     kernel_ops: pd.DataFrame | None = None
+    #: the ranks of a multi-GPU version in launcher order (index = rank; readers.nsys_ranks), empty
+    #: for one GPU; ``rank_order``: how they were ordered (readers.nsys_ranks.RANK_SOURCES)
+    ranks: tuple[RankTables, ...] = ()
+    rank_order: str | None = None
 
 @dataclass(frozen=True)
 class VersionMeta:

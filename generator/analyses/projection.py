@@ -512,6 +512,15 @@ class Target:
     check: Check | None = None
 
 
+def communication_note(world: int, target: Chip) -> str:
+    """What a projection of a version of ``world`` ranks says of its collectives on ``target``."""
+    link = target.get("link_gbps")
+    stated = f"{target.name} states a {link:g} GB/s link" if link == link else f"{target.name} states no link figure"
+    return (f"{world} ranks: the kernel time projected is that of the {world} GPUs together; communication is "
+            f"not projected ({stated}; the collectives' transfer needs their bytes, which this export lacks, and "
+            "their waiting depends on the other ranks)")
+
+
 def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped: list[Chip],
             other: Check | None = None, top_n: int = 20, with_sensitivity: bool = True) -> dict:
     """Everything the command and the page show about one version on ``target``, JSON-ready:
@@ -537,6 +546,8 @@ def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped:
             moves[stage] = {"parameters": [{"parameter": p, "change_pct": c} for p, c in top],
                             "smallest": smallest_chip(summary, metrics, stage, source, source, [p for p, _ in top])}
         result["sensitivity"], result["moves"] = _records(table), moves
+    if len(inputs.ranks) > 1:
+        result["notes"].append(communication_note(len(inputs.ranks), target))
     power = energy(inputs.manifest, projection, tokens(inputs.manifest))
     if power is not None:
         result["energy"] = _records(power)

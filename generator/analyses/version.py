@@ -44,5 +44,5 @@ def analyze_version(version_id: str, inputs: VersionInputs, settings: AnalysisSe
         manifest=inputs.manifest,
         stage_sources=dict(inputs.stage_sources),
         values=values,
-        published=tuple(a.key for a in analyses if a.publish),
+        published=tuple(a.key for a in analyses if a.publish and values[a.key] is not None),
     )

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from generator.analyses.gpu_change import gpu_change
 from generator.analyses.launch_stats import FASTER, SESSION_NOISE, SLOWER, TOO_FEW, UNCHANGED
@@ -35,6 +36,7 @@ from generator.metric_table import DISPLAY
 from generator.model import ALL_STAGES, GPU_IDENTITY, GpuInfo, VersionInputs
 from generator.render.data_files import NCU_METRICS_CSV, SUMMARY_JSON, json_safe
 from generator.run_layout import MANIFEST
+from generator.text_safety import clean_text
 
 HELP = "compare two captures (nsys durations decide, ncu explains); exit 1 when a stage got slower"
 #: summary.json: the one "kernel" its overall means describe
@@ -60,14 +62,20 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not metrics:
         raise InputError("--metrics", f"unknown metric {', '.join(unknown) or '(none)'}; one of {', '.join(WATCHABLE)}")
     baseline, current = kernel_table(args.baseline), kernel_table(args.current)
+    if baseline.world != current.world:
+        raise InputError(args.current, f"{current.world} rank(s) against the baseline's {baseline.world}: a different "
+                                       "world size is a different workload, so ranks cannot be matched")
     context = compare(baseline.table, current.table, metrics)
     verdicts = _verdicts(baseline, current)
-    if verdicts is None and not len(context.rows):
+    rank_rows = rank_changes(baseline.ranks, current.ranks)
+    if verdicts is None and not len(context.rows) and not rank_rows:
         raise InputError(args.current, f"no kernel matches one of {args.baseline}")
     gpus = gpu_change(baseline.gpu, current.gpu)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
     names = _display_names(baseline.table, current.table)
     failed = _print(console, verdicts, context, names)
+    for row in rank_rows:
+        console.print(Text(rank_line(row)), soft_wrap=True)
     if gpus is not None and gpus["changed"]:
         print(f"compare: {gpu_line(gpus)}", file=sys.stderr)
     if args.json:
@@ -79,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
                   "longest_kernel": verdicts.longest if verdicts else None,
                   "ncu_context": context.as_dict(), "failed": failed,
                   "baseline_gpu": baseline.gpu, "current_gpu": current.gpu,
-                  "gpu_changed": None if gpus is None else gpus["changed"]}
+                  "gpu_changed": None if gpus is None else gpus["changed"], "ranks": rank_rows}
         text = json.dumps(json_safe(report), sort_keys=True, indent=2, ensure_ascii=False)
         args.json.write_text(text + "\n", encoding="utf-8")
     return 1 if failed else 0
@@ -132,6 +140,33 @@ class Side:
     inputs: VersionInputs | None = None  # a capture run's, read by the pipeline
     alone: dict[str, Any] | None = None  # its analyses that need no previous version (analyze_alone)
     version_id: str = ""
+    ranks: pd.DataFrame | None = None  # data/ranks.csv of a multi-rank version (analyses.collectives.ranks)
+
+    @property
+    def world(self) -> int:
+        """How many ranks the side holds (1: one GPU, or not known to be more)."""
+        return int(self.ranks["rank"].nunique()) if self.ranks is not None and len(self.ranks) else 1
+
+
+#: ranks.csv figures compared rank to rank (ns).
+RANK_FIGURES = ("span_ns", "compute_ns", "transfer_ns", "wait_ns", "idle_ns")
+
+
+def rank_changes(baseline: pd.DataFrame | None, current: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Per (stage, rank) both sides hold, each RANK_FIGURES value before and after (rank matched to rank)."""
+    if baseline is None or current is None:
+        return []
+    keys = ["stage", "rank"]
+    paired = baseline.merge(current, on=keys, suffixes=("_before", "_after"))
+    return [{"stage": row["stage"], "rank": int(row["rank"]),
+             **{f"{f}_{side}": float(row[f"{f}_{side}"]) for f in RANK_FIGURES for side in ("before", "after")}}
+            for row in paired.to_dict("records")]
+
+
+def rank_line(row: dict[str, Any]) -> str:
+    """One (stage, rank) of :func:`rank_changes` for the console."""
+    figures = ", ".join(f"{f[:-3]} {_ms(row[f + '_before'])} → {_ms(row[f + '_after'])} ms" for f in RANK_FIGURES)
+    return f"{clean_text(str(row['stage']))}, rank {row['rank']}: {figures}"
 
 
 _FACT_WORDS = {"compute_capability": "compute capability", "sm_count": "SMs"}
@@ -160,7 +195,9 @@ def kernel_table(path: Path) -> Side:
         for csv in (path / NCU_METRICS_CSV, path / Path(NCU_METRICS_CSV).name):
             if csv.is_file():
                 summary = csv.parent.parent / SUMMARY_JSON if csv.parent.name == "data" else None
-                return Side(_from_csv(csv), _summary_gpu(summary) if summary and summary.is_file() else None)
+                ranks = csv.parent / "ranks.csv"
+                return Side(_from_csv(csv), _summary_gpu(summary) if summary and summary.is_file() else None,
+                            ranks=_ranks_csv(ranks) if ranks.is_file() else None)
         raise InputError(path, "neither a capture run directory (manifest.json) nor a version's data "
                                "directory (data/ncu_metrics.csv)")
     if not path.exists():
@@ -202,7 +239,20 @@ def _from_run(run: Path) -> Side:
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
                                 run / MANIFEST, 0)
     alone = analyze_alone(run.name, inputs, AnalysisSettings())
-    return Side(_per_kernel(alone["ncu_metrics"]), _identity(inputs.gpus), inputs, alone, run.name)
+    return Side(_per_kernel(alone["ncu_metrics"]), _identity(inputs.gpus), inputs, alone, run.name,
+                alone.get("ranks"))
+
+
+def _ranks_csv(path: Path) -> pd.DataFrame:
+    """A version's data/ranks.csv (stage, rank and the RANK_FIGURES)."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise InputError(path, f"not a readable CSV ({' '.join(str(exc).split())})") from None
+    missing = [c for c in ("stage", "rank", *RANK_FIGURES) if c not in table]
+    if missing:
+        raise InputError(path, f"missing column {', '.join(missing)} (not a ranks.csv)")
+    return table
 
 
 def _from_csv(path: Path) -> pd.DataFrame:

@@ -5,6 +5,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from generator.metric_table import CANONICAL_METRIC_NAMES
 from generator.model import Dataset, whole_graphs
 from generator.pipeline.inputs import load_manifest, manifest_stages
 from generator.readers import read
-from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
+from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 from generator.text_safety import clean_text
 
 HELP = ("say what each profiler file is and summarize its kernels, GPUs and NVTX ranges; summarize a capture run "
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.paths:
         try:
             summary = summarize_run(path) if path.is_dir() else summarize(read(path, stage=args.stage))
+            if not path.is_dir() and summary["format"] == "nsys-sqlite":
+                summary.update(rank_facts(path))
         except (InputError, OSError, UnicodeDecodeError) as exc:
             if args.debug:
                 raise
@@ -91,6 +94,21 @@ def summarize(ds: Dataset) -> dict[str, Any]:
     for row in tops:
         row["friendly_name"] = names[row["name"]].friendly_name
     return summary
+
+
+def rank_facts(path: Path) -> dict[str, Any]:
+    """``{"ranks": [...], "rank_order": ...}`` of an nsys export of several ranks (process with its
+    GPU, readers.nsys_ranks), in launcher order; nothing for one rank."""
+    from generator.readers.base import plain_file
+    from generator.readers.nsys_ranks import order_ranks, rank_processes
+
+    with plain_file(path) if path.suffix in COMPRESSED else nullcontext(path) as plain:
+        processes = rank_processes(plain)
+    if len(processes) < 2:
+        return {}
+    ordered, source = order_ranks(processes)
+    return {"rank_order": source, "ranks": [{"rank": int(r.rank), "pid": int(r.pid), "gpu": int(r.gpu),
+                                             "launches": int(r.launches)} for r in ordered.itertuples()]}
 
 
 def summarize_run(run: Path) -> dict[str, Any]:
@@ -261,6 +279,10 @@ def _print(console: Console, summary: dict[str, Any], full: bool = False) -> Non
     version = f" ({summary['format_version']})" if summary["format_version"] else ""
     facts.add_row("format", Text(f"{summary['format']}{version}"))
     facts.add_row("GPUs", Text("; ".join(_gpu_text(g) for g in summary["gpus"]) or "unknown"))
+    if summary.get("ranks"):
+        facts.add_row("ranks", Text(f"{len(summary['ranks'])} ({summary['rank_order']}): " + "; ".join(
+            f"rank {r['rank']} = process {r['pid']} on GPU {r['gpu']}, {r['launches']:,} launches"
+            for r in summary["ranks"])))
     stages = summary["stages"]
     more = f", … ({len(stages)} in all)" if len(stages) > SHOWN_STAGES else ""
     facts.add_row("NVTX ranges", Text(", ".join(stages[:SHOWN_STAGES]) + more if stages else "none"))

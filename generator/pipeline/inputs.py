@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from generator.analyses.collectives import rank_stage_spans
 from generator.errors import InputError
 from generator.forks import Forks, can_fork
 from generator.model import (
@@ -34,12 +35,15 @@ from generator.model import (
     Dataset,
     GpuInfo,
     Provenance,
+    RankTables,
     VersionInputs,
+    duration_stats,
+    ranked,
     renumber_launches,
 )
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
-from generator.readers import read, torch_trace
+from generator.readers import nsys_ranks, read, torch_trace
 from generator.readers.base import decompressed_copy, naming, no_room, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
@@ -181,6 +185,15 @@ class InputCache:
             raise value
         return value
 
+    def rank_processes(self, path: Path) -> pd.DataFrame:
+        """The ranks of an nsys SQLite export (readers.nsys_ranks.RANK_COLUMNS), ``path`` named."""
+        return self._on_plain(path, nsys_ranks.rank_processes).assign(path=str(path))
+
+    def rank(self, path: Path, global_pid: int, gpu: int) -> RankTables:
+        """One rank's tables (readers.nsys_ranks.read_rank) of an nsys SQLite export."""
+        tables = self._on_plain(path, lambda plain: nsys_ranks.read_rank(plain, global_pid, gpu))
+        return dataclasses.replace(tables, path=str(path))
+
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
         path = path.resolve()
@@ -300,6 +313,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
     configs: list[pd.DataFrame] = []  # their kernels' launch configurations
     op_calls: list[pd.DataFrame] = []  # per (stage, kernel), the operator call of its profiled launch
+    exports: list[Path] = []  # the nsys SQLite exports, for their ranks
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
                    + [path for entry in version.inputs.ncu for path in entry.paths])
@@ -307,6 +321,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         manifest = load_manifest(run)
         manifests.append(manifest)
         sqlite = first_existing(run, NSYS_CANDIDATES, "nsys SQLite export")
+        exports.append(sqlite)
         stages = tuple(manifest_stages(run, manifest))
         # no stages: the whole capture is the measured work
         nsys, reading = cache.facts_and_stages(sqlite, stages or (ALL_STAGES,))
@@ -333,6 +348,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             summaries.append(dataset.kernel_summary)
             others.append(dataset)
             if dataset.provenance.format == "nsys-sqlite":
+                exports.append(path)
                 reading = cache.stages(path, (entry.stage or ALL_STAGES,))
                 graphs.append(reading.graphs)
                 spans.append(reading.timeline)
@@ -352,7 +368,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     summaries = [s for s in summaries if s is not None]
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
-    kernel_summary = _concat_summaries(summaries, report_file, where)
+    ranks, rank_order = version_ranks(list(dict.fromkeys(exports)), cache)
+    kernel_summary = _concat_summaries(summaries, report_file, where,
+                                       launches if len({t.path for t in ranks}) > 1 else None)
     kernel_metrics = _concat_metrics(metrics)
     if not len(kernel_summary) and not len(kernel_metrics):
         raise InputError(report_file, f"{where}: no kernels among the inputs (give an nsys export, an ncu "
@@ -373,12 +391,42 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
         launches=pd.concat(launches, ignore_index=True) if launches else None,
-        stage_spans=_per_stage(spans, [c for c in TIMELINE_COLUMNS
-                                       if c not in ("device", "idle_med_ns", "launch_call_med_ns")]),
+        stage_spans=_over_ranks(_per_stage(spans, [c for c in TIMELINE_COLUMNS
+                                                   if c not in ("device", "idle_med_ns", "launch_call_med_ns")]),
+                                ranks, any((f["stage"] == ALL_STAGES).any() for f in spans)),
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
         kernel_ops=pd.concat(shaped, ignore_index=True) if shaped else None,
         op_calls=pd.concat(op_calls, ignore_index=True) if op_calls else None,
+        ranks=ranks,
+        rank_order=rank_order,
     )
+
+
+def version_ranks(exports: list[Path], cache: InputCache) -> tuple[tuple[RankTables, ...], str | None]:
+    """The ranks of a version's nsys SQLite exports in launcher order, each on the earliest session's
+    clock, and how they were ordered; nothing for one rank (a single-GPU version reads as before)."""
+    found = [cache.rank_processes(path) for path in exports]
+    found = [f for f in found if len(f)]
+    if not found or sum(len(f) for f in found) < 2:
+        return (), None
+    ordered, source = nsys_ranks.order_ranks(pd.concat(found, ignore_index=True))
+    first = int(ordered["session_utc_ns"].min())
+    return tuple(nsys_ranks.shifted(cache.rank(Path(row.path), int(row.global_pid), int(row.gpu)),
+                                    int(row.session_utc_ns) - first)
+                 for row in ordered.itertuples()), source
+
+
+def _over_ranks(spans: pd.DataFrame, ranks: tuple[RankTables, ...], whole: bool) -> pd.DataFrame:
+    """``spans`` (:func:`_per_stage`) of several ranks with each stage's span the union over the ranks,
+    never their sum, and its busy and idle time that of all GPUs together (idle: no GPU ran a kernel);
+    ``whole``: the inputs read the whole capture (else ALL_STAGES is the stages' union)."""
+    if len(ranks) < 2 or not len(spans):
+        return spans
+    union = rank_stage_spans(ranks, list(spans["stage"]), whole).set_index("stage")
+    spans = spans.copy()
+    for column in ("span_ns", "busy_ns", "idle_ns"):
+        spans[column] = spans["stage"].map(union[column]).astype(spans[column].dtype)
+    return spans
 
 
 def _per_stage(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -395,20 +443,40 @@ def _per_stage(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     return table
 
 
-def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str) -> pd.DataFrame:
+def _concat_summaries(summaries: list[pd.DataFrame], report_file: Path, where: str,
+                      rank_launches: list[pd.DataFrame] | None = None) -> pd.DataFrame:
     """Every kernel summary of the version (empty: no nsys data given); without a whole-capture
-    summary, "all" is the union of the stages given (:func:`measured_union`)."""
+    summary, "all" is the union of the stages given (:func:`measured_union`). With
+    ``rank_launches`` (the launches of one export per rank), summaries of one stage from several
+    exports are one summary over all their launches, as nsys gives for one export of every rank."""
     if not summaries:
         numeric = {"count": "int64", "time_pct": "float64", **{c: "float64" for c in STAT_COLUMNS if c != "count"}}
         return pd.DataFrame({c: pd.Series(dtype=numeric.get(c, "object")) for c in KERNEL_SUMMARY_COLUMNS})
     table = pd.concat(summaries, ignore_index=True)[KERNEL_SUMMARY_COLUMNS]
     overlap = table.duplicated(["stage", "name"])
+    if overlap.any() and rank_launches:
+        table = _summary_over_ranks(table, pd.concat(rank_launches, ignore_index=True))
+        overlap = table.duplicated(["stage", "name"])
     if overlap.any():
         stage = table.loc[overlap, "stage"].iloc[0]
         raise InputError(report_file, f"{where}: several inputs give kernel summaries of stage {stage!r}; give one per stage")
     if len(table) and not (table["stage"] == ALL_STAGES).any():
         table = pd.concat([measured_union(table), table], ignore_index=True)
     return table
+
+
+def _summary_over_ranks(table: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """KERNEL_SUMMARY_COLUMNS per (stage, name) of several ranks' exports: the statistics of every
+    launch of that kernel in that stage over all ranks (``launches``: LAUNCH_COLUMNS)."""
+    short = table.drop_duplicates(["stage", "name"]).set_index(["stage", "name"])["short_name"]
+    parts = []
+    for stage in dict.fromkeys(table["stage"]):
+        own = launches[launches["stage"] == stage]
+        stats = ranked(duration_stats(own["duration_ns"].astype("int64"), own["name"]), "name")
+        stats["stage"] = stage
+        stats["short_name"] = [short.get((stage, n)) for n in stats["name"]]
+        parts.append(stats[KERNEL_SUMMARY_COLUMNS])
+    return pd.concat(parts, ignore_index=True)
 
 
 def _concat_metrics(datasets: list[Dataset]) -> pd.DataFrame:

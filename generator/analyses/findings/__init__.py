@@ -23,6 +23,7 @@ from generator.analyses.findings.hardware import hardware
 from generator.analyses.findings.launch import launch_overhead
 from generator.analyses.findings.matmul import matmul_shapes
 from generator.analyses.findings.precision import old_arch, precision_fallback
+from generator.analyses.findings.ranks import collective_wait
 from generator.analyses.findings.stages import few_kernels, stage_split
 from generator.analyses.floors import FROM_SHAPES
 from generator.analyses.registry import Analysis
@@ -37,7 +38,7 @@ from generator.workload_params import generated_tokens
 #: Every rule family; a new one is a function here and its templates.
 RULES: tuple[Callable[[FindingInputs], list[Finding]], ...] = (
     stage_split, few_kernels, matmul_shapes, fusion, precision_fallback, old_arch, attention,
-    launch_overhead, memory_bandwidth, occupancy, cache, hardware,
+    launch_overhead, memory_bandwidth, occupancy, cache, collective_wait, hardware,
 )
 
 KIND_ORDER = {"finding": 0, "hardware": 1}
@@ -99,7 +100,8 @@ def find(inputs: FindingInputs) -> list[Finding]:
 
 
 def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, inputs: VersionInputs,
-                     names: dict[str, Any], peaks: Peaks, settings: AnalysisSettings) -> list[Finding]:
+                     names: dict[str, Any], peaks: Peaks, settings: AnalysisSettings,
+                     ranks: pd.DataFrame | None = None, rank_overview: dict | None = None) -> list[Finding]:
     """:func:`find` over the version: its summary, classified kernels with their useful work, GPU
     timeline, API calls and run parameters (data/findings.json is written from it with the rendered
     claims, render.data_files)."""
@@ -111,7 +113,7 @@ def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, input
                               inputs.timeline, params, settings.top_n,
                               generated_tokens(inputs.manifest),
                               l2 if isinstance(l2, int) and not isinstance(l2, bool) and l2 > 0 else None,
-                              setup.get("energy")))
+                              setup.get("energy"), ranks, rank_overview))
 
 
 ANALYSES = [Analysis("findings", version_findings)]

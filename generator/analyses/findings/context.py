@@ -44,6 +44,10 @@ class FindingInputs:
     l2_bytes: int | None = None
     #: the manifest's ``energy`` record (NVML energy per stage), None: not recorded
     energy: dict[str, Any] | None = None
+    #: several ranks: data/ranks.csv (analyses.collectives.ranks) and the Overview's rank summary
+    #: (analyses.collectives.rank_overview); None for one GPU
+    ranks: pd.DataFrame | None = None
+    rank_overview: dict[str, Any] | None = None
 
     @property
     def stages(self) -> list[str]:

@@ -197,7 +197,9 @@ def power(inputs: FindingInputs) -> Finding:
 
 
 def no_evidence(inputs: FindingInputs) -> list[Finding]:
-    """Interconnect (one device, no peer traffic measured)."""
+    """Interconnect (one device, no peer traffic measured); several ranks say theirs (findings.ranks)."""
+    if inputs.ranks is not None:
+        return []
     devices = int(inputs.timeline["device"].nunique()) if inputs.timeline is not None else 1
     return [_abstain("interconnect", {"devices": (devices, "GPUs")})]
 
