@@ -240,6 +240,11 @@ class VersionInputs:
     #: each kernel of the version's PyTorch traces recorded with shapes and the operator call that
     #: launched it (readers.torch_trace.KERNEL_OP_COLUMNS), None where no trace carries shapes
     kernel_ops: pd.DataFrame | None = None
+    #: where the stages came from in a report made from profiler files (pipeline.stage_choice.StagesFrom:
+    #: "option", "whole", "nvtx"); None: a report.yaml or capture run named them
+    stages_from: str | None = None
+    #: "nvtx": the workload's NVTX range names found as stages in the nsys SQLite exports (readers.nvtx_stages)
+    stages_found: list[str] = field(default_factory=list)
 
 @dataclass(frozen=True)
 class VersionMeta:
