@@ -80,3 +80,16 @@ def test_chip_sources_are_worded_or_cited():
 def test_rule_names_are_words():
     assert translator("zh")("index.classes_line", rule=translator("zh")("rules.sol")) == "分类（规则：光速（Speed-of-Light））："
     assert translator("en")("index.classes_line", rule=translator("en")("rules.sol")) == "Classes (Speed-of-Light rule):"
+
+
+def test_pages_cite_nothing_a_reader_cannot_open():
+    """Published pages are read without the repository: no words of theirs cite its docs/, bench/ or
+    examples/runs/ paths (translation files, page and finding templates, chip files)."""
+    from generator.resources import TEMPLATES
+
+    files = [*(TEMPLATES / "i18n").glob("*.yaml"), *(TEMPLATES / "pages").glob("*.j2"),
+             *(TEMPLATES / "findings").glob("*.j2"), *(ROOT / "generator" / "chips").glob("*.yaml")]
+    assert len(files) > 40
+    cited = [f"{path.name}: {m.group(0)}" for path in files
+             for m in re.finditer(r"[^\s(（]*\b(?:docs|bench|examples/runs)/[\w./-]+", path.read_text(encoding="utf-8"))]
+    assert not cited, cited
