@@ -335,6 +335,8 @@ HINTS = {
 }
 #: Keys a version does not take that belong under its ``inputs``.
 INPUT_KINDS = ("nsys", "ncu", "torch")
+#: keys only a report made from profiler files has (files_report), never offered to a report.yaml
+FILES_ONLY_KEYS = ("stages_from",)
 
 
 def _problems(exc: ValidationError) -> list[str]:
@@ -367,16 +369,21 @@ def _meant(loc: tuple[str | int, ...], unknown: set[tuple[str | int, ...]]) -> t
     if model is None:
         return None
     given = {other[-1] for other in unknown if other[:-1] == loc[:-1]}
-    close = difflib.get_close_matches(str(loc[-1]), [k for k in model.model_fields if k not in given], n=1, cutoff=0.75)
+    close = difflib.get_close_matches(str(loc[-1]), [k for k in _keys(model) if k not in given], n=1, cutoff=0.75)
     return (*loc[:-1], close[0]) if close else None
 
 
 def _unknown_key(loc: tuple[str | int, ...]) -> str:
     model = _model_at(loc[:-1])
-    known = ", ".join(model.model_fields) if model else ""
+    known = ", ".join(_keys(model)) if model else ""
     where = "the report" if len(loc) == 1 else key_path(loc[:-1])
     moved = " (files go under inputs:, e.g. inputs: {ncu: [FILE]})" if loc[-1] in INPUT_KINDS else ""
     return f"unknown key; {where} takes {known}{moved}"
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    """The keys a report.yaml may write in ``model`` (not those `build FILE…` sets: VersionConfig.stages_from)."""
+    return [k for k in model.model_fields if k not in FILES_ONLY_KEYS]
 
 
 def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
