@@ -158,3 +158,15 @@ def test_report_yaml_cannot_set_where_stages_come_from(tmp_path):
                       f"inputs: {{nsys: [{SMALL / 'small_vlm.nsys.sqlite.xz'}]}}}}\n", encoding="utf-8")
     with pytest.raises(InputError, match="stages_from"):
         load_report(report)
+
+
+def test_found_stages_are_kept_in_the_build_cache(tmp_path):
+    from generator.pipeline.build_cache import BuildCache
+
+    store = BuildCache(tmp_path / "cache")
+    with InputCache(store) as cache:
+        assert cache.workload_stages(SMALL / "small_vlm.nsys.sqlite.xz") == SMALL_STAGES
+    assert (store.hits, store.misses) == (0, 1)
+    with InputCache(store) as cache:
+        assert cache.workload_stages(SMALL / "small_vlm.nsys.sqlite.xz") == SMALL_STAGES
+    assert (store.hits, store.misses) == (1, 1)
