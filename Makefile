@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: site test test-no-browser lint setup setup-test system-deps serve
+.PHONY: site test test-no-browser lint setup setup-test system-deps serve screenshots
 
 site: setup                      ## install the generator and build the bundled example report into site/
 	$(BIN)/python -m generator build
@@ -24,6 +24,9 @@ lint: setup-test                 ## ruff (style, bugs, import order) and import-
 
 serve: setup
 	$(BIN)/mkdocs serve
+
+screenshots: site setup-test system-deps  ## remake docs/site-comparison.png from site/ in headless Chromium
+	$(BIN)/python tools/screenshots.py site docs/site-comparison.png
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)

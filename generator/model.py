@@ -262,6 +262,11 @@ class VersionInputs:
     #: for one GPU; ``rank_order``: how they were ordered (readers.nsys_ranks.RANK_SOURCES)
     ranks: tuple[RankTables, ...] = ()
     rank_order: str | None = None
+    #: where the stages came from in a report made from profiler files (pipeline.stage_choice.StagesFrom:
+    #: "option", "whole", "nvtx"); None: a report.yaml or capture run named them
+    stages_from: str | None = None
+    #: "nvtx": the workload's NVTX range names found as stages in the nsys SQLite exports (readers.nvtx_stages)
+    stages_found: list[str] = field(default_factory=list)
 
 @dataclass(frozen=True)
 class VersionMeta:

@@ -565,3 +565,63 @@ ORDER BY l.idx, r.path, r.cls, l.name
 """
 #: Each recognised module path's class (the alphabetically first where ranges of a path disagree).
 MODULE_CLASSES = "SELECT path, min(cls) FROM temp.attr_ranges GROUP BY path ORDER BY path"
+
+# --- the workload's own NVTX ranges: default stages of a build without a report.yaml ----------------
+
+#: Named NVTX domains of libraries (their ranges mark library calls, not the workload's phases).
+LIBRARY_NVTX_DOMAINS: tuple[str, ...] = ("NCCL", "CCCL", "cuBLAS", "cuBLASLt", "cuDNN", "cuFFT", "cuSOLVER",
+                                         "cuSPARSE", "NVSHMEM", "TensorRT", "DALI", "nvImageCodec")
+
+
+def create_workload_ranges() -> str:
+    """temp.workload_ranges (tid, start, end, name, nested): every ended range of the workload's own
+    (not the capture's or a library's domains, no module range of a MODULE_FORMS form), named as
+    a stage names it (``domain:name`` in named domains); ``nested``: it starts inside an earlier
+    such range of its thread (ordered by start, the longer first), so it is no top-level range."""
+    excluded = ", ".join(f"'{d}'" for d in CAPTURE_NVTX_DOMAINS + LIBRARY_NVTX_DOMAINS)
+    forms = " OR ".join(f"({cond})" for form, (cond, _, _) in MODULE_FORMS.items() if form != "kr.modules")
+    return f"""
+CREATE TEMP TABLE workload_ranges AS
+WITH {_DOMAINS}, r AS (
+    SELECT ne.globalTid AS tid, ne.start AS start, ne.end AS end, {_FULL_NAME} AS name, {_NAME} AS n,
+           dom.name AS dname, coalesce(ne.domainId, 0) AS domain
+    FROM NVTX_EVENTS AS ne {_DOMAIN_JOIN} {_NAME_JOIN}
+    WHERE ne.eventType IN ({_RANGE_TYPES}) AND ne.end IS NOT NULL AND ne.end >= ne.start
+), w AS (
+    SELECT tid, start, end, name FROM r
+    WHERE n <> '' AND coalesce(dname, '') NOT IN ({excluded}) AND NOT ({forms})
+), o AS (
+    SELECT *, max(end) OVER (PARTITION BY tid ORDER BY start, end DESC
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+    FROM w
+)
+SELECT tid, CAST(start AS INTEGER) AS start, CAST(end AS INTEGER) AS end, name,
+       coalesce(reach > start, 0) AS nested
+FROM o
+"""
+
+
+#: temp.top_ranges: the ranges of names never nested (every instance top-level on its thread), so
+#: that a launch call lies in at most one of them.
+CREATE_TOP_RANGES = """
+CREATE TEMP TABLE top_ranges AS
+SELECT tid, start, end, name FROM temp.workload_ranges
+WHERE name IN (SELECT name FROM temp.workload_ranges GROUP BY name HAVING max(nested) = 0)
+"""
+INDEX_TOP_RANGES = "CREATE INDEX temp.top_ranges_at ON top_ranges (tid, start)"
+
+
+def ranges_holding_kernels(graph_trace: bool) -> str:
+    """(name, first start) of each top range name with a kernel launched (or a traced whole graph
+    replayed) by a call made inside one of its ranges on the call's thread, in order of first start."""
+    launched = "SELECT correlationId, globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    if graph_trace:
+        launched += " UNION SELECT correlationId, globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+    return f"""
+SELECT t.name, min(t.start) AS first FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+JOIN temp.top_ranges AS t ON t.rowid = (
+    SELECT h.rowid FROM temp.top_ranges AS h
+    WHERE h.tid = r.globalTid AND h.start <= r.start ORDER BY h.start DESC LIMIT 1)
+WHERE t.end >= r.start AND (r.correlationId, r.globalTid >> 24) IN ({launched})
+GROUP BY t.name ORDER BY first, t.name
+"""

@@ -200,5 +200,9 @@ def test_the_same_program_captured_again_days_later(example: list, tmp_path: Pat
     page = render_page("comparison", third, meta, "en", {})
     _stage_rows(page, report)
     assert "1 slower, 0 faster, 123 unchanged, 20 with too few launches" in page
-    assert "- params.warmup: 1 → 2\n- operator\\_calls\\_marked: False → True\n- module\\_overhead\\_runs: 6 → None" in page
+    assert ("- the workload parameter `warmup`: 1 → 2\n- operator calls marked: no → yes\n"
+            "- runs measuring the module ranges' cost: 6 → not stated") in page
+    # the ncu means moved (+11 % / +22 % in places) under an "unchanged" verdict: the page says they are context
+    means = page.split("## Overall means")[1]
+    assert means.lstrip().startswith("Context, not a verdict: these are Nsight Compute's means")
     assert "The two captures are not of one session (77 h apart)" in page and "only beyond ±1.5 %," in page

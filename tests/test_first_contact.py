@@ -39,13 +39,21 @@ def test_build_nsys_export_and_ncu_report_without_yaml(tmp_path: Path) -> None:
     out = _build(tmp_path, str(SQLITE), str(NCU_REP), "--lang", "en")
     versions = json.loads((out / "versions.json").read_text(encoding="utf-8"))
     assert [(v["version"], v["title"]) for v in versions] == [("v1", "small_vlm + small_vlm_prefill")]
-    # the kernel time of the whole capture, against plain SQL over the nsys export
+    # the stages are the workload's NVTX ranges; their kernel time, against plain SQL over the nsys
+    # export (kernels launched inside the ranges: 11 of the capture's 7,568 launch outside them)
     plain = tmp_path / "plain.sqlite"
     plain.write_bytes(lzma.decompress(SQLITE.read_bytes()))
     with sqlite3.connect(plain) as db:
-        launches, kernel_ns = db.execute('SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchone()
-    (whole,) = [row for row in _rows(out / "v1" / "data" / "stage_time.csv") if row["stage"] == "all"]
-    assert (int(whole["launches"]), int(whole["kernel_ns"])) == (launches, kernel_ns) == (7568, 18317145)
+        launches, kernel_ns = db.execute(
+            'SELECT count(*), sum(k."end" - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k '
+            "JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.correlationId = k.correlationId "
+            "JOIN NVTX_EVENTS AS n ON n.globalTid = r.globalTid AND r.start BETWEEN n.start AND n.end "
+            "WHERE n.eventType = 59").fetchone()
+        everything = db.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    rows = _rows(out / "v1" / "data" / "stage_time.csv")
+    assert [row["stage"] for row in rows] == ["all", "vision", "projector", "prefill", "decode"]
+    assert (int(rows[0]["launches"]), int(rows[0]["kernel_ns"])) == (launches, kernel_ns) == (7557, 18263450)
+    assert everything == 7568
 
 
 def test_build_ncu_report_alone_titles_from_its_name(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 from conftest import BuiltSite
+from english_runs import english_runs
 
 from generator.render.translations import glossary, translator
 from generator.resources import TEMPLATES
@@ -145,3 +146,24 @@ def test_legends_list_only_what_is_drawn(example_site: BuiltSite) -> None:
                     checked += 1
                     assert set(domain) <= drawn[field], (page.name, field, sorted(set(domain) - drawn[field]))
     assert checked >= 20
+
+
+def test_the_english_check_finds_prose_and_keeps_names_and_quotes() -> None:
+    """The scan below can fail: English prose in a raw span or a table cell is found; kernel names, code,
+    commands, type lists and text marked ``lang="en"`` are not."""
+    page = ("| ncu 启动选择 | <span class=\"kr-raw\">one launch per (kernel, stage): the configuration</span> |\n"
+            "来源：estimate: taken from the datasheet\n"
+            '<span class="kr-name" title="x">Copy to the BF16 buffer</span> `python -m capture run --out runs`\n'
+            '<span class="kr-raw">void f&lt;float, float, float&gt;</span> <span class="kr-raw" lang="en">as it is in the file'
+            "</span> cuDNN Flash Attention Forward\n")
+    assert english_runs(page) == ["one launch per (kernel, stage): the configuration", "estimate: taken from the datasheet"]
+
+
+def test_chinese_pages_hold_no_english_prose(example_site: BuiltSite) -> None:
+    """Every Chinese page of the example: no English sentence outside kernel names, code, data names and
+    quotes marked as English (chip-file citations, capture texts no translation knows)."""
+    hits = []
+    for page in sorted(example_site.src.rglob("*.zh.md")):
+        runs = english_runs(page.read_text(encoding="utf-8"), _data_words(page.parent))
+        hits += [f"{page.relative_to(example_site.src)}: {run}" for run in runs]
+    assert not hits, "\n".join(hits[:40])

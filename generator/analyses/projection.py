@@ -83,9 +83,11 @@ class Figure:
     """One chip figure, where it comes from, and how uncertain it is (percent, either way)."""
 
     value: float
-    source: str
+    source: str  # a citation, or the default language's words of ``words``
     estimate: bool = False
     uncertainty_pct: float = 0.0
+    #: the source in each language where the chip file words it itself (empty: ``source`` is a citation)
+    words: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -574,7 +576,7 @@ def unlike(captured: dict | None, other: dict | None) -> list[str]:
 def _chip_dict(chip: Chip) -> dict:
     return {"key": chip.key, "name": chip.name,
             "figures": {k: {"value": f.value, "source": f.source, "estimate": f.estimate,
-                            "uncertainty_pct": f.uncertainty_pct} for k, f in chip.figures.items()}}
+                            "uncertainty_pct": f.uncertainty_pct, "words": dict(f.words)} for k, f in chip.figures.items()}}
 
 
 def version_what_if(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> list[dict]:

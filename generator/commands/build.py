@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stages", type=lambda text: [s.strip() for s in text.split(",") if s.strip()],
                         metavar="RANGE,…",
                         help="read each nsys file given by name in these NVTX ranges, one stage each (e.g. "
-                             "prefill,decode; `python -m generator inspect FILE` lists them; default: the whole file)")
+                             "prefill,decode; `python -m generator inspect FILE` lists them); `all`: the whole file "
+                             "as one stage (default: the workload's top-level NVTX ranges that hold kernels)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="site directory (default: site)")
     parser.add_argument("--src", type=Path,
                         help="where the Markdown sources go (default: OUT_src beside --out; the bundled example's "

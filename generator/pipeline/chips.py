@@ -3,13 +3,14 @@ into analyses.projection.Chip. A bad file is one InputError line naming the file
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip, Figure, Target
 from generator.errors import InputError
+from generator.languages import DEFAULT_LANG, LANGS
 from generator.model import VersionInputs
 from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig, key_path
 from generator.pipeline.inputs import InputCache, version_inputs
@@ -19,6 +20,7 @@ from generator.run_layout import MANIFEST
 CHIPS_DIR = Path(__file__).resolve().parent.parent / "chips"
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Lang = Literal[tuple(LANGS)]  # type: ignore[valid-type]
 
 
 class _Strict(BaseModel):
@@ -26,10 +28,12 @@ class _Strict(BaseModel):
 
 
 class FigureSpec(_Strict):
-    """A figure: value, where it comes from; an estimate says how uncertain it is."""
+    """A figure: value, where it comes from; an estimate says how uncertain it is. ``source`` is a
+    citation (a document's words, shown as quoted English on other languages' pages), or the file's
+    own words in each language, ``{en: …, zh: …}``."""
 
     value: Positive
-    source: Annotated[CleanStr, Field(min_length=1)]
+    source: Annotated[CleanStr, Field(min_length=1)] | dict[Lang, Annotated[CleanStr, Field(min_length=1)]]
     estimate: bool = False
     uncertainty_pct: float = Field(default=0.0, ge=0, lt=100, allow_inf_nan=False)
 
@@ -82,7 +86,9 @@ def load_chip(name_or_file: str | Path, base: Path | None = None) -> Chip:
     except ValidationError as exc:
         error = exc.errors()[0]
         raise InputError(path, f"{key_path(error['loc'])}: {error['msg'].removeprefix('Value error, ')}") from None
-    figures = {k: Figure(f.value, f.source, f.estimate, f.uncertainty_pct) for k, f in spec.figures.items()}
+    figures = {k: Figure(f.value, f.source if isinstance(f.source, str) else f.source[DEFAULT_LANG], f.estimate,
+                         f.uncertainty_pct, {} if isinstance(f.source, str) else dict(f.source))
+               for k, f in spec.figures.items()}
     return Chip(path.stem, spec.name, figures, tuple(spec.gpu_names))
 
 

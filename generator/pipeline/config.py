@@ -25,6 +25,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     create_model,
+    field_validator,
     model_validator,
 )
 
@@ -32,6 +33,7 @@ from generator.errors import InputError
 from generator.languages import DEFAULT_LANG, LANGS
 from generator.model import ReportMeta, VersionMeta
 from generator.pipeline.bounded_glob import expand
+from generator.pipeline.stage_choice import StagesFrom, option_source
 from generator.readers import sniffed
 from generator.run_layout import MANIFEST
 from generator.text_safety import first_unsafe
@@ -180,6 +182,16 @@ class VersionConfig(_Strict):
     runs: list[RunDir] = []
     inputs: Inputs = Inputs()
     sweep: list[SweepPoint] = []
+    #: where the stages of a report made from profiler files come from (pipeline.stage_choice);
+    #: None in a report.yaml, which names its own
+    stages_from: StagesFrom | None = None
+
+    @field_validator("stages_from")
+    @classmethod
+    def _made_from_files(cls, value: StagesFrom | None, info: ValidationInfo) -> StagesFrom | None:
+        if value is not None and not (info.context or {}).get("files"):
+            raise ValueError("is set by `build FILE…`; a report.yaml names stages under inputs: nsys")
+        return value
 
     @model_validator(mode="after")
     def _has_inputs(self) -> VersionConfig:
@@ -323,6 +335,8 @@ HINTS = {
 }
 #: Keys a version does not take that belong under its ``inputs``.
 INPUT_KINDS = ("nsys", "ncu", "torch")
+#: keys only a report made from profiler files has (files_report), never offered to a report.yaml
+FILES_ONLY_KEYS = ("stages_from",)
 
 
 def _problems(exc: ValidationError) -> list[str]:
@@ -355,16 +369,21 @@ def _meant(loc: tuple[str | int, ...], unknown: set[tuple[str | int, ...]]) -> t
     if model is None:
         return None
     given = {other[-1] for other in unknown if other[:-1] == loc[:-1]}
-    close = difflib.get_close_matches(str(loc[-1]), [k for k in model.model_fields if k not in given], n=1, cutoff=0.75)
+    close = difflib.get_close_matches(str(loc[-1]), [k for k in _keys(model) if k not in given], n=1, cutoff=0.75)
     return (*loc[:-1], close[0]) if close else None
 
 
 def _unknown_key(loc: tuple[str | int, ...]) -> str:
     model = _model_at(loc[:-1])
-    known = ", ".join(model.model_fields) if model else ""
+    known = ", ".join(_keys(model)) if model else ""
     where = "the report" if len(loc) == 1 else key_path(loc[:-1])
     moved = " (files go under inputs:, e.g. inputs: {ncu: [FILE]})" if loc[-1] in INPUT_KINDS else ""
     return f"unknown key; {where} takes {known}{moved}"
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    """The keys a report.yaml may write in ``model`` (not those `build FILE…` sets: VersionConfig.stages_from)."""
+    return [k for k in model.model_fields if k not in FILES_ONLY_KEYS]
 
 
 def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
@@ -464,8 +483,10 @@ def files_report(paths: list[Path], title: str | None = None, date: datetime.dat
 
     The title is ``title`` or the inputs' names; the date ``date`` or the newest run's creation day,
     else the newest file's modification day (UTC). Paths are relative to the first input's folder.
-    ``stages``: NVTX ranges each nsys file is read in, one stage each (default: the whole file).
+    ``stages``: NVTX ranges each nsys file is read in, one stage each; ``["all"]``: the whole file as one
+    stage; None: the workload's own NVTX ranges found in each nsys SQLite export (pipeline.stage_choice).
     """
+    stages_from = option_source(stages)
     base = paths[0].resolve().parent
     runs: list[str] = []
     inputs: dict[str, list[str]] = {}
@@ -478,7 +499,8 @@ def files_report(paths: list[Path], title: str | None = None, date: datetime.dat
         if reader is None:
             raise InputError(path, "not a profiler file this tool reads (see `python -m generator inspect`)")
         kind = INPUT_KIND[reader.format]
-        entries = [{"path": relative, "stage": stage} for stage in stages] if stages and kind == "nsys" else [relative]
+        named = stages_from == "option" and kind == "nsys"
+        entries = [{"path": relative, "stage": stage} for stage in stages or ()] if named else [relative]
         inputs.setdefault(kind, []).extend(entries)
     if stages and "nsys" not in inputs:
         raise InputError("--stages", "names NVTX ranges of nsys files; none was given")
@@ -488,10 +510,10 @@ def files_report(paths: list[Path], title: str | None = None, date: datetime.dat
         "id": f"{slug}-report" if slug.lower() in RESERVED_IDS else slug,
         "title": title,
         "versions": [{"id": "v1", "title": title, "date": date or _newest_day(paths), "runs": runs,
-                      "inputs": inputs}],
+                      "inputs": inputs, "stages_from": stages_from if "nsys" in inputs else None}],
     }
     try:
-        return ReportConfig.model_validate(data, context={"base": base})
+        return ReportConfig.model_validate(data, context={"base": base, "files": True})
     except ValidationError as exc:
         raise InputError(paths[0], "; ".join(_problems(exc))) from None
 

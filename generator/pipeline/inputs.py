@@ -43,7 +43,8 @@ from generator.model import (
 )
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
-from generator.readers import nsys_ranks, read, torch_trace
+from generator.pipeline.stage_choice import entry_stages
+from generator.readers import nsys_ranks, read, sniffed, torch_trace
 from generator.readers.base import decompressed_copy, naming, no_room, read_from
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
@@ -54,6 +55,7 @@ from generator.readers.nsys_sqlite import (
     capture_facts,
     read_stages,
 )
+from generator.readers.nvtx_stages import workload_stages
 from generator.readers.op_calls import calls_file, run_op_calls
 from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
@@ -136,6 +138,10 @@ class InputCache:
             self._stages[key] = self.store.get(path, "read_stages", list(stages), lambda: self._on_plain(
                 path, lambda plain: read_stages(plain, list(stages))))
         return self._stages[key]
+
+    def workload_stages(self, path: Path) -> list[str]:
+        """The workload's top-level NVTX ranges holding kernels of an nsys SQLite export (readers.nvtx_stages)."""
+        return self.store.get(path, "workload_stages", [], lambda: self._on_plain(path, workload_stages))
 
     def facts(self, path: Path) -> Dataset:
         """Provenance, GPUs and CUDA API summary of an nsys SQLite export (nsys_sqlite.capture_facts)."""
@@ -342,23 +348,28 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         if (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
             op_calls.append(run_op_calls(found, sqlite, stages or (ALL_STAGES,),
                                          list(dict.fromkeys(reading.summary["name"]))))
-    for entry in version.inputs.nsys:
-        for path in entry.path.paths:
-            dataset = cache.read(path, entry.stage)
+    found: list[str] = []  # NVTX range names found as stages (build FILE… without --stages)
+    for entry, path in ((e, p) for e in version.inputs.nsys for p in e.path.paths):
+        choice = entry_stages(entry.stage, version.stages_from, _is_nsys_sqlite(path),
+                              lambda path=path: cache.workload_stages(path))
+        found += choice.found
+        for stage in choice.names or (None,):
+            dataset = cache.read(path, stage)
             summaries.append(dataset.kernel_summary)
             others.append(dataset)
             if dataset.provenance.format == "nsys-sqlite":
                 exports.append(path)
-                reading = cache.stages(path, (entry.stage or ALL_STAGES,))
+                reading = cache.stages(path, (stage or ALL_STAGES,))
                 graphs.append(reading.graphs)
                 spans.append(reading.timeline)
+                timelines.append(reading.timeline)
                 launches.append(reading.launches)
                 configs.append(reading.launch_configs)
-            if entry.stage is not None and dataset.provenance.format == "nsys-sqlite":
+            if stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(reading.instances)
                 modules.append(reading.modules)
-            elif entry.stage is not None:
-                sources[entry.stage] = {"file": path.name}
+            elif stage is not None:
+                sources[stage] = {"file": path.name}
     for entry in version.inputs.ncu:
         metrics += [cache.read(path) for path in entry.paths]
     torch = [cache.read(path) for entry in version.inputs.torch for path in entry.paths]
@@ -387,7 +398,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         module_kernels=pd.concat([m.kernels for m in modules], ignore_index=True) if modules else None,
         module_classes={k: v for m in modules for k, v in m.classes.items()},
         graphs=_per_stage(graphs, GRAPH_COLUMNS),
-        timeline=pd.concat(timelines, ignore_index=True) if len(timelines) == 1 else None,
+        timeline=_timeline(timelines, bool(version.runs)),
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
         launches=pd.concat(launches, ignore_index=True) if launches else None,
@@ -399,6 +410,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         op_calls=pd.concat(op_calls, ignore_index=True) if op_calls else None,
         ranks=ranks,
         rank_order=rank_order,
+        stages_from=version.stages_from,
+        stages_found=found,
     )
 
 
@@ -427,6 +440,21 @@ def _over_ranks(spans: pd.DataFrame, ranks: tuple[RankTables, ...], whole: bool)
     for column in ("span_ns", "busy_ns", "idle_ns"):
         spans[column] = spans["stage"].map(union[column]).astype(spans[column].dtype)
     return spans
+
+
+def _is_nsys_sqlite(path: Path) -> bool:
+    reader = sniffed(path)
+    return reader is not None and reader.format == "nsys-sqlite"
+
+
+def _timeline(timelines: list[pd.DataFrame], runs: bool) -> pd.DataFrame | None:
+    """The GPU timeline the findings measure idle gaps on: one capture run's, or the nsys SQLite
+    exports' (one row per stage and device; None when a stage comes from several of them)."""
+    frames = [t for t in timelines if t is not None and len(t)]
+    if not frames or (runs and len(timelines) != 1):
+        return None
+    table = pd.concat(frames, ignore_index=True)
+    return None if table.duplicated(["stage", "device"]).any() else table
 
 
 def _per_stage(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:

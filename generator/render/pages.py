@@ -27,6 +27,7 @@ from generator.metric_table import DISPLAY
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
 from generator.render.assets import write_assets
+from generator.render.capture_texts import capture_text
 from generator.render.chart_table import build_charts, entries_on
 from generator.render.commands import shown_argv, shown_commands
 from generator.render.compiled_templates import COMPILED
@@ -37,6 +38,7 @@ from generator.render.data_files import (
     write_sweep_data,
     write_version_data,
 )
+from generator.render.differences import difference_item, difference_value
 from generator.render.findings import compile_finding_templates, render_finding, render_method
 from generator.render.html_config import front_matter_title
 from generator.render.markdown import (
@@ -267,6 +269,9 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "t": t,
         "n": numbers,
         "esc": escape_text,
+        "capture_text": lambda text: capture_text(text, lang),
+        "difference_item": lambda key: difference_item(key, t),
+        "difference_value": lambda key, value: difference_value(key, value, t, numbers, stage_name),
         "md": inline_markdown,
         "setup": setup_facts(result),
         "software": SOFTWARE,

@@ -89,6 +89,8 @@ def theme_extra(meta: ReportMeta, version: VersionMeta, latest_pages: list[str])
         "versions": [{"id": v.id, "title": {lang: title(v, lang) for lang in meta.langs}} for v in reversed(meta.versions)],
         "outdated": None,
         "outdated_link": None,
+        # the version selector's alias of the newest version (versions.json's LATEST), in each language
+        "latest_alias": {lang: html.escape(translator(lang)("version_alias.latest")) for lang in meta.langs},
     }
     if version is not meta.latest:
         words = {lang: translator(lang) for lang in meta.langs}

@@ -18,6 +18,11 @@ def _words(lang: str) -> dict[str, Any]:
     return read_yaml(TEMPLATES / "i18n" / f"{lang}.yaml")
 
 
+def words(lang: str) -> dict[str, Any]:
+    """Every entry of generator/templates/i18n/<lang>.yaml."""
+    return _words(lang)
+
+
 @cache
 def glossary() -> dict[str, dict[str, dict[str, Any]]]:
     """generator/templates/glossary.yaml: section → key → {en, zh, avoid?}."""

@@ -18,9 +18,12 @@ def launch_overhead(inputs: FindingInputs) -> list[Finding]:
     timeline = inputs.timeline
     if timeline is None or not len(timeline):
         return [make("launch_overhead_abstain", ALL_STAGES, {}, abstained=True)]
+    # no stage named: the whole capture is the one stage measured (as the Overview shows it)
+    stages = inputs.measured_stages() or [ALL_STAGES]
+    timeline = timeline[timeline["stage"].isin(stages)]
     span_total = float(timeline["span_ns"].sum())
     found = []
-    for stage in inputs.measured_stages():
+    for stage in stages:
         row = timeline[timeline["stage"] == stage]
         if not len(row):
             continue
