@@ -39,7 +39,7 @@ def _answer(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 def build_server(root: Path) -> MCPServer:
     """The server over the built site at ``root`` (its versions found now, its files read on request)."""
     tools: Tools = site_tools(root)
-    server = MCPServer("kernel-report", instructions=INSTRUCTIONS)
+    server = MCPServer("kernel-report", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(annotations=_READ_ONLY)
     def versions() -> dict[str, Any]:

@@ -76,8 +76,9 @@ def report_llms_txt(meta: ReportMeta, out: Path) -> str:
         data = sorted(p for p in (folder / "data").iterdir() if p.is_file()) if (folder / "data").is_dir() else []
         files = [f"[{p.name}]({version.id}/data/{p.name})" for p in data]
         latest = ", latest" if version is meta.latest else ""
-        lines.append(f"- **{version.id}** (`{meta.id}/{version.id}`, {version.date.isoformat()}{latest}): {escape_text(version.title[default])}. "
-                     f"Pages: {' · '.join(links)}. Data: {', '.join(files) or 'none'}.")
+        lines.append(f"- **{version.id}** (`{meta.id}/{version.id}`, {version.date.isoformat()}{latest}): "
+                     f"{escape_text(version.title[default])}. Pages: {' · '.join(links)}. "
+                     f"Data: {', '.join(files) or 'none'}.")
         for p in data:
             described[p.name] = p
     lines += ["", "## Data files", "", "Every version's `data/` folder; CSV columns with what they mean."]
