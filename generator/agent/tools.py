@@ -75,7 +75,7 @@ class Tools:
         for row in rows:
             row["profiled_class"] = dict(p.split("=", 1) for p in str(row.get("profiled") or "").split(";") if "=" in p)
             row["ncu"] = [{k: m.get(k) for k in ("stage", "class", "qualifier", "busiest_unit", "launches", "duration_ns")}
-                          for m in ncu if m.get("name") == row["name"]]
+                          for m in ncu if m.get("name") == row["name"] and (stage == "all" or m.get("stage") == stage)]
             row["useful_work"] = [w for w in work if w.get("name") == row["name"]
                                   and (stage == "all" or w.get("stage") == stage)]
         return {"schema_version": SCHEMA_VERSION, "version": version.id, "stage": stage,
