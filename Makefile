@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 site: setup                      ## install the generator and build the bundled example report into site/
 	$(BIN)/python -m generator build
 
-test: setup-test system-deps lint  ## install everything incl. the capture extra, lint, run the whole test suite
+test: setup-test system-deps lint  ## install everything incl. the capture and agent extras, lint, run the whole test suite
 	$(BIN)/python -m pytest
 
 test-no-browser: setup-test lint  ## the same without the headless-Chromium tests: no apt, no root
@@ -37,7 +37,7 @@ setup: $(BIN)/python
 
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[capture,test]'
+	$(BIN)/pip install -q -e '.[capture,test,agent]'
 
 # Headless Chromium and a CJK font for the browser tests (Debian packages; needs root or sudo).
 system-deps:

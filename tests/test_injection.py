@@ -43,7 +43,7 @@ def test_site_name_reads_back_literally_in_every_material_use() -> None:
         "T&lt;script&gt;alert(1)&lt;/script&gt;&amp;amp;&quot;&#x27;")
 
 
-@pytest.mark.parametrize("bad_id", ["index.html", "versions.json", "latest", "Index.HTML", "x" * 101])
+@pytest.mark.parametrize("bad_id", ["index.html", "versions.json", "latest", "Index.HTML", "llms.txt", "x" * 101])
 def test_version_ids_that_collide_with_site_files_are_refused(bad_id: str, tmp_path: Path) -> None:
     report = tmp_path / "report.yaml"
     report.write_text(f"""

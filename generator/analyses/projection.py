@@ -588,4 +588,4 @@ def version_what_if(inputs: VersionInputs, metrics: pd.DataFrame, settings: Anal
             for i, target in enumerate(settings.chips)]
 
 
-ANALYSES = [Analysis("what_if", version_what_if)]
+ANALYSES = [Analysis("what_if", version_what_if, publish=True)]

@@ -58,39 +58,69 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     metrics = list(dict.fromkeys(m for item in args.metrics for m in item.split(",") if m))
-    unknown = [m for m in metrics if m not in WATCHABLE]
-    if unknown or not metrics:
-        raise InputError("--metrics", f"unknown metric {', '.join(unknown) or '(none)'}; one of {', '.join(WATCHABLE)}")
-    baseline, current = kernel_table(args.baseline), kernel_table(args.current)
-    if baseline.world != current.world:
-        raise InputError(args.current, f"{current.world} rank(s) against the baseline's {baseline.world}: a different "
-                                       "world size is a different workload, so ranks cannot be matched")
-    context = compare(baseline.table, current.table, metrics)
-    verdicts = _verdicts(baseline, current)
-    rank_rows = rank_changes(baseline.ranks, current.ranks)
-    if verdicts is None and not len(context.rows) and not rank_rows:
-        raise InputError(args.current, f"no kernel matches one of {args.baseline}")
-    gpus = gpu_change(baseline.gpu, current.gpu)
+    outcome = comparison(args.baseline, args.current, metrics)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
-    names = _display_names(baseline.table, current.table)
-    failed = _print(console, verdicts, context, names)
-    for row in rank_rows:
+    _print(console, outcome.verdicts, outcome.context, _display_names(outcome.baseline.table, outcome.current.table))
+    for row in outcome.ranks:
         console.print(Text(rank_line(row)), soft_wrap=True)
-    if gpus is not None and gpus["changed"]:
-        print(f"compare: {gpu_line(gpus)}", file=sys.stderr)
+    if outcome.gpus is not None and outcome.gpus["changed"]:
+        print(f"compare: {gpu_line(outcome.gpus)}", file=sys.stderr)
     if args.json:
-        report = {"baseline": str(args.baseline), "current": str(args.current),
+        report = outcome.as_json(str(args.baseline), str(args.current))
+        text = json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False)
+        args.json.write_text(text + "\n", encoding="utf-8")
+    return 1 if outcome.failed() else 0
+
+
+@dataclass
+class Outcome:
+    """Two inputs compared: what the console shows and ``--json`` writes (the MCP server's ``compare`` too)."""
+
+    baseline: Side
+    current: Side
+    context: Comparison  # ncu metrics of the matched kernels: context, never a verdict
+    verdicts: Verdicts | None  # None unless both sides are capture runs
+    gpus: dict[str, Any] | None  # gpu_change of the two sides
+    ranks: list[dict[str, Any]]  # rank_changes: each rank's stage times, rank to rank (empty for one GPU)
+
+    def failed(self) -> bool:
+        """The gate: a stage's kernel time got slower in two captures of one workload."""
+        verdicts = self.verdicts
+        if verdicts is None or any(d["kind"] == "workload" for d in verdicts.like["differences"]):
+            return False
+        return verdicts.failed()
+
+    def as_json(self, baseline: str, current: str) -> dict[str, Any]:
+        """The ``--json`` document (json_safe), the inputs named ``baseline`` and ``current``."""
+        verdicts = self.verdicts
+        report = {"baseline": baseline, "current": current,
                   "like_with_like": verdicts.like if verdicts else None,
                   "stages": verdicts.stages.to_dict("records") if verdicts else [],
                   "kernels": verdicts.kernels.to_dict("records") if verdicts else [],
                   "kernels_added_removed": verdicts.one_side().to_dict("records") if verdicts else [],
                   "longest_kernel": verdicts.longest if verdicts else None,
-                  "ncu_context": context.as_dict(), "failed": failed,
-                  "baseline_gpu": baseline.gpu, "current_gpu": current.gpu,
-                  "gpu_changed": None if gpus is None else gpus["changed"], "ranks": rank_rows}
-        text = json.dumps(json_safe(report), sort_keys=True, indent=2, ensure_ascii=False)
-        args.json.write_text(text + "\n", encoding="utf-8")
-    return 1 if failed else 0
+                  "ncu_context": self.context.as_dict(), "failed": self.failed(),
+                  "baseline_gpu": self.baseline.gpu, "current_gpu": self.current.gpu,
+                  "gpu_changed": None if self.gpus is None else self.gpus["changed"], "ranks": self.ranks}
+        return json_safe(report)
+
+
+def comparison(baseline_path: Path, current_path: Path, metrics: list[str]) -> Outcome:
+    """Both inputs read (:func:`kernel_table`) and compared: nsys verdicts of capture runs, ncu context,
+    rank to rank where they hold several (a different world size is refused)."""
+    unknown = [m for m in metrics if m not in WATCHABLE]
+    if unknown or not metrics:
+        raise InputError("--metrics", f"unknown metric {', '.join(unknown) or '(none)'}; one of {', '.join(WATCHABLE)}")
+    baseline, current = kernel_table(baseline_path), kernel_table(current_path)
+    if baseline.world != current.world:
+        raise InputError(current_path, f"{current.world} rank(s) against the baseline's {baseline.world}: a different "
+                                       "world size is a different workload, so ranks cannot be matched")
+    context = compare(baseline.table, current.table, metrics)
+    verdicts = _verdicts(baseline, current)
+    rank_rows = rank_changes(baseline.ranks, current.ranks)
+    if verdicts is None and not len(context.rows) and not rank_rows:
+        raise InputError(current_path, f"no kernel matches one of {baseline_path}")
+    return Outcome(baseline, current, context, verdicts, gpu_change(baseline.gpu, current.gpu), rank_rows)
 
 
 @dataclass
@@ -378,19 +408,19 @@ def _shown_name(name: str, names: dict[str, str]) -> str:
     return names[name]
 
 
-def _print(console: Console, verdicts: Verdicts | None, context: Comparison, names: dict[str, str]) -> bool:
-    """Print the comparison; True when the gate fails (Verdicts.failed of comparable captures)."""
+def _print(console: Console, verdicts: Verdicts | None, context: Comparison, names: dict[str, str]) -> None:
+    """Print the comparison, ending with the gate's word (Verdicts.failed of comparable captures)."""
     if verdicts is None:
         console.print("no verdict: durations decide from the nsys launches of capture run directories, "
                       "which these inputs are not; ncu figures below are context.")
         _print_context(console, context, names)
-        return False
+        return
     like = verdicts.like
     workload = [d for d in like["differences"] if d["kind"] == "workload"]
     if workload:
         console.print("different workloads (" + "; ".join(difference_line(d) for d in workload)
                       + "): no faster/slower verdict.")
-        return False
+        return
     for difference in like["differences"]:
         console.print(f"differs ({difference['kind']}): {difference_line(difference)}")
     if not like["same_session"]:
@@ -436,7 +466,6 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
     slower = verdicts.stages[verdicts.stages["kernel_verdict"] == SLOWER]["stage"].tolist()
     console.print(f"[red]FAIL[/red]: kernel time got slower in {', '.join(slower)}." if failed
                   else "[green]OK[/green]: no stage's kernel time got slower beyond the noise.")
-    return failed
 
 
 def _print_one_side(console: Console, one_side: pd.DataFrame, names: dict[str, str]) -> None:

@@ -76,7 +76,8 @@ def _run_dir(value: Any, info: ValidationInfo) -> Path:
 Files = Annotated[FileSet, PlainValidator(_expand_files)]
 RunDir = Annotated[Path, PlainValidator(_run_dir)]
 #: Names the site's own files (and mike's alias) take beside the version and report folders.
-RESERVED_IDS = frozenset({"index.html", "versions.json", "latest", "sitemap.xml", "sitemap.xml.gz", "404.html"})
+RESERVED_IDS = frozenset({"index.html", "versions.json", "latest", "sitemap.xml", "sitemap.xml.gz", "404.html",
+                          "llms.txt"})  # render.llms_txt.LLMS_TXT
 
 
 def _site_folder(value: str) -> str:

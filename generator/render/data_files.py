@@ -9,7 +9,9 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.result import SweepResult, VersionResult
+from generator.analyses.setup import setup_facts, workload_setup
 from generator.metric_table import CANONICAL_METRIC_NAMES
+from generator.model import ReportMeta
 from generator.render.findings import finding_record
 from generator.text_safety import csv_safe
 
@@ -23,12 +25,14 @@ KERNELS_YAML = "data/kernels.yaml"
 NCU_METRICS_CSV = "data/ncu_metrics.csv"
 SUMMARY_JSON = "data/summary.json"
 FINDINGS_JSON = "data/findings.json"
+#: Which report and version this is, its GPU, software and workload (the overview's setup facts)
+VERSION_JSON = "data/version.json"
 #: The sweep's data file, next to the version's (``data/`` of the version's docs).
 SWEEP_CSV = "data/sweep.csv"
 #: A version's data files (paths under its docs/) and the downloads page's word key for each.
 DATA_FILES: tuple[tuple[str, str], ...] = ((TOP_KERNELS_CSV, "top_kernels"), (KERNELS_YAML, "kernels_yaml"),
                                            (NCU_METRICS_CSV, "ncu_metrics"), (SUMMARY_JSON, "summary"),
-                                           (FINDINGS_JSON, "findings"))
+                                           (FINDINGS_JSON, "findings"), (VERSION_JSON, "version"))
 
 
 def published_files(result: VersionResult) -> tuple[tuple[str, str], ...]:
@@ -82,6 +86,17 @@ def write_version_data(result: VersionResult, out_dir: Path) -> None:
             _write_json(value, out_dir / path)
     records = [finding_record(f, rank) for rank, f in enumerate(result.findings, 1)]
     _write_json({"version": result.version_id, "findings": records}, out_dir / FINDINGS_JSON)
+
+
+def write_version_facts(result: VersionResult, report: ReportMeta, out_dir: Path) -> None:
+    """data/version.json: the report and version (ids, titles, date), the setup facts of its GPU and
+    software (analyses.setup.setup_facts) and its workload as the capture manifest records it
+    (analyses.setup.workload_setup; None without a manifest)."""
+    version = report.version(result.version_id)
+    _write_json({"report": {"id": report.id, "title": report.title},
+                 "version": {"id": version.id, "title": version.title, "date": version.date.isoformat()},
+                 "setup": setup_facts(result), "workload": workload_setup(result.manifest)},
+                Path(out_dir) / VERSION_JSON)
 
 
 def _write_json(value: Any, path: Path) -> None:

@@ -37,6 +37,7 @@ from generator.render.data_files import (
     published_files,
     write_sweep_data,
     write_version_data,
+    write_version_facts,
 )
 from generator.render.differences import difference_item, difference_value
 from generator.render.findings import compile_finding_templates, render_finding, render_method
@@ -373,6 +374,7 @@ def render_version(result: VersionResult, report: ReportMeta, docs_dir: Path, la
 
 def _render_into(result: VersionResult, report: ReportMeta, docs_dir: Path, langs: list[str], svgs: SvgBatch) -> None:
     write_version_data(result, docs_dir)
+    write_version_facts(result, report, docs_dir)
     if result.sweep is not None:
         write_sweep_data(result.sweep, docs_dir)
     write_assets(docs_dir)

@@ -14,6 +14,7 @@ from generator.render.assets import BUNDLE as VEGA_BUNDLE
 from generator.render.assets import CHARTS as CHARTS_SCRIPT
 from generator.render.assets import TABLES_CSS, TABLES_JS
 from generator.render.html_config import yaml_html_text
+from generator.render.llms_txt import LLMS_TXT, report_llms_txt, reports_llms_txt
 from generator.render.translations import translator
 from generator.resources import TEMPLATES
 
@@ -30,10 +31,11 @@ LATEST = "latest"
 
 
 def write_version_index(meta: ReportMeta, out: Path) -> None:
-    """``out/versions.json``, ``out/index.html`` (redirect to the latest version) and ``out/latest/``:
-    for every page of the latest version (built into ``out/<id>/``) a page that redirects to it."""
+    """``out/versions.json``, ``out/llms.txt``, ``out/index.html`` (redirect to the latest version) and
+    ``out/latest/``: for every page of the latest version (built into ``out/<id>/``) a page that redirects to it."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "versions.json").write_text(versions_json(meta), encoding="utf-8")
+    (out / LLMS_TXT).write_text(report_llms_txt(meta, out), encoding="utf-8")
     _write_redirect(out / "index.html", f"{meta.latest.id}/index.html", meta.title[meta.langs[0]], meta.langs[0])
     built = out / meta.latest.id
     for page in sorted(built.rglob("*.html")):
@@ -111,7 +113,8 @@ def versions_json(meta: ReportMeta) -> str:
 
 
 def write_report_index(out: Path, reports: list[tuple[str, dict[str, str]]], lang: str) -> None:
-    """``out/index.html`` listing several reports: (folder prefix, {lang: title}) each."""
+    """``out/index.html`` and ``out/llms.txt`` listing several reports: (folder prefix, {lang: title}) each."""
+    (out / LLMS_TXT).write_text(reports_llms_txt(reports, lang), encoding="utf-8")
     links = [{"href": f"{prefix}index.html", "title": title[lang]} for prefix, title in reports]
     (out / "index.html").write_text(
         _ENV.get_template("site/index.html.j2").render(lang=lang, links=links), encoding="utf-8"
