@@ -134,6 +134,7 @@ class Stage(_Record):
 class Phase(_Record):
     name: str | None = None
     status: str | None = None
+    seconds: Amount | None = None
 
 
 class Manifest(_Record):
