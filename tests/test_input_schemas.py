@@ -121,13 +121,22 @@ def test_every_committed_manifest_passes_its_schema() -> None:
         assert read_manifest(path)["stages"]
 
 
-def test_a_bad_manifest_stops_a_build_the_same_way(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("value", "problem"), [
+    ({"block": {"joules": float("inf"), "seconds": 0.5}}, "energy.stages.block.joules: inf is not a finite number"),
+    ("DEEP", "not a readable manifest (nested too deeply)"),
+])
+def test_a_bad_manifest_stops_a_build_the_same_way(value: Any, problem: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The build reads the manifest first for the version's date: the same one line there."""
     run = _run_copy(tmp_path)
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    manifest["energy"]["stages"] = {"block": {"joules": float("inf"), "seconds": 0.5}}
-    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")  # json writes Infinity
+    manifest["energy"]["stages"] = value
+    text = json.dumps(manifest)  # json writes Infinity
+    if value == "DEEP":
+        text = text.replace('"DEEP"', "[" * DEEP + "]" * DEEP)
+    (run / "manifest.json").write_text(text, encoding="utf-8")
     err = one_line(capsys, ["build", str(run), "--out", str(tmp_path / "site"), "--no-cache"])
-    assert f"{run / 'manifest.json'}: energy.stages.block.joules: inf is not a finite number" in err
+    assert f"{run / 'manifest.json'}: {problem}" in err
     assert not (tmp_path / "site").exists()
 
 
