@@ -142,27 +142,40 @@ def summarize_run(run: Path) -> dict[str, Any]:
     }
 
 
+#: the longest field the console shows (characters); ``--json`` gives every field whole
+FIELD_MAX = 2000
+
+
+def _cut(text: str) -> Text:
+    """A console field: at most FIELD_MAX characters, then how many more (rich wraps a long text in
+    time that grows faster than its length: a 30 MB manifest note took minutes)."""
+    text = str(text)
+    if len(text) > FIELD_MAX:
+        text = f"{text[:FIELD_MAX]}…[+{len(text) - FIELD_MAX:,} characters; --json shows all]"
+    return Text(clean_text(text))
+
+
 def _print_run(console: Console, run: dict[str, Any]) -> None:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
     params = ", ".join(f"{k}={v}" for k, v in run["params"].items())
-    facts.add_row("format", Text(f"capture run ({run['schema']}), {run['status']}, created {run['created']}"))
-    facts.add_row("workload", Text(f"{run['workload']} ({params})" if params else str(run["workload"])))
-    facts.add_row("GPUs", Text(", ".join(map(str, run["gpus"])) or "unknown"))
-    facts.add_row("versions", Text(", ".join(f"{k} {v}" for k, v in run["versions"].items() if v)))
-    facts.add_row("stages", Text(", ".join(run["stages"]) or "none (the whole capture)"))
-    facts.add_row("phases", Text(", ".join(f"{p['name']} {_seconds(p['seconds'])}" + ("" if p["status"] == "ok"
+    facts.add_row("format", _cut(f"capture run ({run['schema']}), {run['status']}, created {run['created']}"))
+    facts.add_row("workload", _cut(f"{run['workload']} ({params})" if params else str(run["workload"])))
+    facts.add_row("GPUs", _cut(", ".join(map(str, run["gpus"])) or "unknown"))
+    facts.add_row("versions", _cut(", ".join(f"{k} {v}" for k, v in run["versions"].items() if v)))
+    facts.add_row("stages", _cut(", ".join(run["stages"]) or "none (the whole capture)"))
+    facts.add_row("phases", _cut(", ".join(f"{p['name']} {_seconds(p['seconds'])}" + ("" if p["status"] == "ok"
                                            else f" ({p['status']})") for p in run["phases"])))
     if run["failed_phases"]:
-        facts.add_row("failed", Text(", ".join(map(str, run["failed_phases"]))))
+        facts.add_row("failed", _cut(", ".join(map(str, run["failed_phases"]))))
     for f in run["files"]:
-        facts.add_row("file", Text(f"{f['path']} ({f['bytes'] / 2**20:,.1f} MiB)"))
+        facts.add_row("file", _cut(f"{f['path']} ({f['bytes'] / 2**20:,.1f} MiB)"))
     facts.add_row("logs", Text(f"{len(run['logs'])} files in logs/"))
-    facts.add_row("coverage", Text(_coverage(run["coverage"])))
+    facts.add_row("coverage", _cut(_coverage(run["coverage"])))
     for note in run["notes"]:
-        facts.add_row("note", Text(str(note)))
-    console.print(Text(clean_text(run["path"]), style="bold"), soft_wrap=True)
+        facts.add_row("note", _cut(note))
+    console.print(_cut(run["path"]), style="bold", soft_wrap=True)
     console.print(facts)
     console.print()
 

@@ -59,6 +59,8 @@ def read_version(report: Path, version_id: str) -> VersionInputs:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.top < 1:
+        raise InputError("--top", f"{args.top} kernels per stage; give 1 or more")
     target = load_chip(args.chip)
     inputs = read_version(args.report, args.source) if args.report else read_run(Path(args.source))
     if not len(inputs.kernel_metrics) or not len(inputs.kernel_summary):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip, Figure, Target
@@ -14,17 +13,39 @@ from generator.languages import DEFAULT_LANG, LANGS
 from generator.model import VersionInputs
 from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig, key_path
 from generator.pipeline.inputs import InputCache, version_inputs
+from generator.readers.documents import load_yaml
 from generator.run_layout import MANIFEST
 
 #: the chips the package ships: generator/chips/<key>.yaml
 CHIPS_DIR = Path(__file__).resolve().parent.parent / "chips"
 
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 Lang = Literal[tuple(LANGS)]  # type: ignore[valid-type]
+#: the plausible range of each figure (a chip outside it is a typo, not a design): any chip of the
+#: next decades fits, 1e308 or 1e-300 does not
+BOUNDS: dict[str, tuple[float, float]] = {
+    "sm_count": (1, 100_000), "sm_clock_mhz": (1, 100_000), "dram_gb": (1e-3, 1e6),
+    "dram_bandwidth_gbps": (1e-3, 1e7), "l2_mb": (1e-3, 1e6), "l2_bandwidth_gbps": (1e-3, 1e8),
+    "link_gbps": (1e-3, 1e7), "launch_latency_us": (1e-4, 1e5), "tensor_bf16_tflops": (1e-3, 1e7),
+    "tensor_fp16_tflops": (1e-3, 1e7), "tensor_fp8_tflops": (1e-3, 1e7), "tensor_tf32_tflops": (1e-3, 1e7),
+    "fp32_tflops": (1e-3, 1e7), "power_w": (1e-3, 1e7),
+}
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MeasuredSpec(BaseModel):
+    """How a figure was measured on the chip (a probe's record): its value, unit, method, repeats and
+    spread; other keys a probe adds are kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    value: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] | None = None
+    unit: CleanStr | None = None
+    method: CleanStr | None = None
+    repeats: Annotated[int, Field(strict=True, ge=0)] | None = None
+    spread_pct: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] | None = None
 
 
 class FigureSpec(_Strict):
@@ -34,8 +55,9 @@ class FigureSpec(_Strict):
 
     value: Positive
     source: Annotated[CleanStr, Field(min_length=1)] | dict[Lang, Annotated[CleanStr, Field(min_length=1)]]
-    estimate: bool = False
-    uncertainty_pct: float = Field(default=0.0, ge=0, lt=100, allow_inf_nan=False)
+    estimate: Annotated[bool, Field(strict=True)] = False
+    uncertainty_pct: float = Field(default=0.0, ge=0, lt=100, allow_inf_nan=False, strict=True)
+    measured: MeasuredSpec | None = None
 
     @model_validator(mode="after")
     def _estimates_say_how_uncertain(self) -> FigureSpec:
@@ -60,6 +82,10 @@ class ChipSpec(_Strict):
         missing = [k for k in FIGURES if k not in figures and k not in OPTIONAL_FIGURES]
         if missing:
             raise ValueError(f"missing figure {missing[0]}")
+        for key, figure in figures.items():
+            low, high = BOUNDS[key]
+            if not low <= figure.value <= high:
+                raise ValueError(f"{key}.value {figure.value:g} is outside {low:g} … {high:g} ({FIGURES[key]})")
         return figures
 
 
@@ -75,10 +101,7 @@ def load_chip(name_or_file: str | Path, base: Path | None = None) -> Chip:
     path = CHIPS_DIR / f"{text}.yaml" if text in shipped() else (base or Path()) / text
     if not path.is_file():
         raise InputError(path, f"no such chip file (shipped chips: {', '.join(shipped())})")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
+    data = load_yaml(path, "chip file")
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping at the top level")
     try:

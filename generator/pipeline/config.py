@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import difflib
 import glob
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from generator.model import ReportMeta, VersionMeta
 from generator.pipeline.bounded_glob import expand
 from generator.pipeline.stage_choice import StagesFrom, option_source
 from generator.readers import sniffed
+from generator.readers.manifest import read_manifest
 from generator.run_layout import MANIFEST
 from generator.text_safety import first_unsafe
 
@@ -535,11 +535,11 @@ def _newest_day(paths: list[Path]) -> datetime.date:
     """The newest capture run's ``created`` day, else the newest file's modification day (UTC)."""
     created = []
     for path in (p for p in paths if p.is_dir()):
-        try:
-            stamp = json.loads((path / MANIFEST).read_text(encoding="utf-8"))["created"]
-            created.append(datetime.date.fromisoformat(str(stamp)[:10]))
-        except (OSError, ValueError, KeyError, TypeError):
+        if not (path / MANIFEST).is_file():
             continue
+        stamp = read_manifest(path / MANIFEST).get("created")  # a bad manifest: its one-line error
+        if stamp is not None:
+            created.append(datetime.datetime.fromisoformat(stamp).date())
     if created:
         return max(created)
     newest = max(path.stat().st_mtime for path in paths)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from generator.pipeline.config import VersionConfig
 from generator.pipeline.stage_choice import entry_stages
 from generator.readers import nsys_ranks, read, sniffed, torch_trace
 from generator.readers.base import decompressed_copy, naming, no_room, read_from
+from generator.readers.manifest import read_manifest
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
     GRAPH_COLUMNS,
@@ -223,14 +223,8 @@ class InputCache:
 
 
 def load_manifest(run: Path) -> dict:
-    path = run / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"not a readable manifest ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise InputError(path, "expected a JSON object")
-    return manifest
+    """The run's manifest, checked by its schema (readers.manifest)."""
+    return read_manifest(run / MANIFEST)
 
 
 def manifest_stages(run: Path, manifest: dict) -> list[str]:

@@ -47,6 +47,8 @@ DETAILS_LAYOUTS: dict[str, frozenset[str]] = {
 }
 _REQUIRED_DETAILS = ["ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
 _REQUIRED_RAW = ["ID", "Kernel Name"]
+#: the largest launch ID taken (ncu numbers launches from 0; an int64 column holds them, shifted)
+MAX_LAUNCH_ID = 2**53
 _HEAD = re.compile(rb'^(\xef\xbb\xbf)?(==[A-Z]+==[^\n]*\n|\s*\n)*("?ID"?,|Launch Settings\r?\n|"Kernel Name",|"Process ID",)')
 #: ncu's own message lines (``==PROF== …``, ``==WARNING== …``) before or instead of the CSV.
 _MESSAGE = re.compile(r"^==[A-Z]+==")
@@ -189,9 +191,12 @@ def _require(header: list[str], names: list[str]) -> None:
 def _identity(cells: dict[str, str], nvtx: list[str], line: int) -> tuple[dict, list[str]]:
     """Identity columns of one launch and every NVTX range name around it."""
     try:
-        launch_id = int(parse_number(cells["ID"]))
+        value = parse_number(cells["ID"])
     except ValueError:
-        raise _RowError(f"line {line}: ID {cells['ID']!r} is not an integer") from None
+        value = math.nan
+    if not (0 <= value <= MAX_LAUNCH_ID and value == int(value)):  # NaN and inf fail the first test
+        raise _RowError(f"line {line}: ID {cells['ID']!r} is not a whole number from 0 to {MAX_LAUNCH_ID:,}")
+    launch_id = int(value)
     kinds: dict[bool, list[tuple[str, list[str]]]] = {False: [], True: []}
     for column in nvtx:
         start_end = "Start/Stop_Range" in column

@@ -38,7 +38,7 @@ from generator.model import (
 from generator.readers.base import sha256_of
 from generator.readers.sqlite_columnar import Columnar
 from generator.readers.sqlite_file import checked_while_read
-from generator.readers.validate import bounded_name_sql
+from generator.readers.validate import bounded_name_sql, checked_table
 from generator.run_layout import FIRST_OP_RANGE, MEASURED_RANGE, OP_RANGE
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -224,6 +224,7 @@ def _open(path: str | Path, tables: Collection[str]) -> Iterator[_Capture]:
             try:
                 conn.execute("PRAGMA temp_store = MEMORY")
                 cap = _Capture(path, conn)
+                _no_open_kernels(cap, tables)
                 yield cap
             finally:
                 if cap is not None and cap._columnar is not None:
@@ -231,6 +232,14 @@ def _open(path: str | Path, tables: Collection[str]) -> Iterator[_Capture]:
     except (sqlite3.DatabaseError, duckdb.Error, adbc_driver_manager.Error) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # DuckDB adds the query below
         raise InputError(path, f"unreadable nsys SQLite export ({first})") from None
+
+
+def _no_open_kernels(cap: _Capture, tables: Collection[str]) -> None:
+    """InputError naming the first kernel row with no start or end time (NULL), where kernels are read."""
+    if KERNEL_TABLE in tables and KERNEL_TABLE in cap.tables:
+        row = cap.conn.execute(f"SELECT rowid FROM {KERNEL_TABLE} WHERE start IS NULL OR end IS NULL LIMIT 1").fetchone()
+        if row is not None:
+            raise InputError(cap.path, f"{KERNEL_TABLE} row {row[0]}: no start or end time (NULL)")
 
 
 _INDEX_LIMIT = 2 ** 62  # no capture has more ranges; larger numbers would not fit SQLite's INTEGER
@@ -740,7 +749,7 @@ def read_stages(path: str | Path, stages: Sequence[str]) -> StageReading:
     chosen = _stage_list(stages)
     with _open(path, _summary_reads(chosen) | _reads(chosen, _GRAPH_TABLES, _MODULE_TABLES)) as cap, \
             _staged(cap, chosen):
-        summary = _kernel_summary(cap, chosen)
+        summary = checked_table(cap.path, "kernel_summary", _kernel_summary(cap, chosen))  # as read() checks it
         modules = _module_kernels(cap) if _named(chosen) else ModuleAttribution(None, None, {})
         return StageReading(summary, dict(cap.instances), _graph_summary(cap, chosen), _stage_timeline(cap, chosen),
                             *modules, _stage_launches(cap, chosen), _launch_configs(cap))

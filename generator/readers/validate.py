@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,21 +56,27 @@ def bounded_name_sql(column: str) -> str:
 
 def checked(dataset: Dataset) -> Dataset:
     """``dataset`` with its text cleaned; InputError naming the first row with a bad number or name."""
-    path = dataset.provenance.path
-    for attr, (what, key, non_negative, required) in TABLES.items():
+    for attr in TABLES:
         frame = getattr(dataset, attr)
-        if frame is None:
-            continue
-        if key in frame.columns:
-            frame[key] = frame[key].map(bounded_name)
-        frame = clean_frame(frame)
-        _check_names(path, what, frame, key)
-        for column in non_negative:
-            if column in frame.columns:
-                _check_numbers(path, what, frame, key, column, required=column in required)
-        setattr(dataset, attr, frame)
+        if frame is not None:
+            setattr(dataset, attr, checked_table(dataset.provenance.path, attr, frame))
     dataset.gpus = [_clean_gpu(gpu) for gpu in dataset.gpus]
     return dataset
+
+
+def checked_table(path: str | Path, attr: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """The Dataset table ``attr`` (a key of TABLES) of ``path`` with its text cleaned; InputError
+    naming its first row with a bad number or name (what :func:`checked` does to each table)."""
+    what, key, non_negative, required = TABLES[attr]
+    path = str(path)
+    if key in frame.columns:
+        frame[key] = frame[key].map(bounded_name)
+    frame = clean_frame(frame)
+    _check_names(path, what, frame, key)
+    for column in non_negative:
+        if column in frame.columns:
+            _check_numbers(path, what, frame, key, column, required=column in required)
+    return frame
 
 
 def _row(what: str, frame: pd.DataFrame, key: str, position: int) -> str:

@@ -36,14 +36,39 @@ def _template(stem: str, lang: str) -> jinja2.Template:
     return _env().select_template([f"{stem}.{lang}.md.j2", f"{stem}.{LANGS[0]}.md.j2"])
 
 
+def _inert(value: Any) -> Any:
+    """``value`` with every text in it (names from the inputs: stages, kernels, architectures)
+    Markdown-escaped (:func:`escape_text`); numbers unchanged."""
+    if isinstance(value, str):
+        return escape_text(value)
+    if isinstance(value, (list, tuple)):
+        return [_inert(v) for v in value]
+    if isinstance(value, dict):
+        return {_inert_key(k): _inert(v) for k, v in value.items()}
+    return value
+
+
+def _inert_key(key: Any) -> Any:
+    """An evidence key: per-stage keys (``<stage>.ms``) with the stage escaped as :func:`_inert`
+    escapes a stage name, so ``e[s ~ '.ms']`` finds them from an escaped ``s``."""
+    if not isinstance(key, str) or "." not in key:
+        return key
+    stage, _, figure = key.rpartition(".")
+    return f"{escape_text(stage)}.{figure}"
+
+
 def render_finding(finding: Finding, lang: str) -> str:
-    """The finding's Markdown text in ``lang`` from its template and evidence."""
-    fixed = {"e": finding.evidence, "k": list(finding.kernels), "kernel_names": list(finding.kernels),
-             "stage": finding.stage, "stages": [key[:-3] for key in finding.evidence if key.endswith(".ms")],
+    """The finding's Markdown text in ``lang`` from its template and evidence; every name in it
+    (stage, kernels, text evidence) is escaped here, so no name from an input becomes markup."""
+    evidence = _inert(finding.evidence)
+    kernels = _inert(list(finding.kernels))
+    stages = [key[:-3] for key in finding.evidence if key.endswith(".ms")]
+    fixed = {"e": evidence, "k": kernels, "kernel_names": kernels,
+             "stage": None if finding.stage is None else escape_text(finding.stage), "stages": _inert(stages),
              "term": _terms(lang)}
     # evidence keys are also top-level names, except where they would shadow the names above
     # (stage_split_abstain's evidence "stages" is read as e.stages)
-    named = {k: v for k, v in finding.evidence.items() if k.isidentifier() and k not in fixed}
+    named = {k: v for k, v in evidence.items() if k.isidentifier() and k not in fixed}
     return _template(finding.id, lang).render(**named, **fixed).strip()
 
 

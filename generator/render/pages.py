@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -290,9 +289,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "kernel_list": lambda kernels: _kernel_list(kernels, unknown, t),
         "texts": lambda values, sep: sep.join(escape_text(str(v)) for v in values),
         "cls": cls,
-        # finding templates quote kernel names as given: hand them Markdown-escaped names
-        "finding_text": lambda finding: render_finding(
-            replace(finding, kernels=tuple(escape_text(k) for k in finding.kernels)), lang),
+        "finding_text": lambda finding: render_finding(finding, lang),  # names escaped there
         "method_text": render_method(result.classification["rule"], result.classification.get("params", {}),
                                      lang),
         "is_missing": is_missing,
@@ -322,8 +319,7 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "limiters": LIMITERS,
         "largest_savings": largest_savings(result.findings),
         "finding_anchor": finding_anchor,
-        "headline": lambda finding: headline(render_finding(
-            replace(finding, kernels=tuple(escape_text(k) for k in finding.kernels)), lang)),
+        "headline": lambda finding: headline(render_finding(finding, lang)),
         "kernels_yaml": result.kernels_yaml,
         "data_files": (DATA_FILES + (((SWEEP_CSV, "sweep"),) if result.sweep is not None else ())
                        + published_files(result)),

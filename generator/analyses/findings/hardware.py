@@ -111,10 +111,11 @@ def decode_units(inputs: FindingInputs) -> Finding:
     executed = _num(k, "flop_tensor") + _num(k, "flop_fp32") if len(k) else pd.Series(dtype=float)
     if not len(k) or not peak or not (executed > 0).any():
         return _abstain("decode_units", {"decode_products": (len(k), "kernels")})
-    time_s = float(k["total_ns"].sum()) / 1e9
+    time_s = float(k["total_ns"].sum()) / 1e9  # 0: nsys timed none of ncu's products (rate unknown)
     evidence: dict[str, tuple] = {
         "products_pct": (share(float(k["total_ns"].sum()), inputs.stage_ns(DECODE)), "%"),
-        "executed_tflops": (r(float((executed * k["count"]).sum()) / time_s / 1e12, 2), "TFLOP/s"),
+        "executed_tflops": (r(float((executed * k["count"]).sum()) / time_s / 1e12, 2) if time_s > 0 else None,
+                            "TFLOP/s"),
         "peak_tflops": (r(peak / 1e12, 1), "TFLOP/s")}
     useful = pd.to_numeric(column(k, "useful_flop"), errors="coerce")
     # every decode product's operator call known; a call's other kernels (a split-K reduction) add
@@ -125,7 +126,7 @@ def decode_units(inputs: FindingInputs) -> Finding:
         evidence["max_rows"] = (row_count(rows.max()), "rows")
         done = float((useful.fillna(0.0) * k["count"]).sum())
         evidence["useful_pct"] = (share(done, float((executed * k["count"]).sum())), "%")
-        evidence["useful_tflops"] = (r(done / time_s / 1e12, 3), "TFLOP/s")
+        evidence["useful_tflops"] = (r(done / time_s / 1e12, 3) if time_s > 0 else None, "TFLOP/s")
     return make("hw_decode_units", DECODE, evidence, k.head(4), kind=HW, confidence="medium")
 
 
