@@ -252,3 +252,23 @@ def test_collective_kernels_by_family() -> None:
              "void tensorrt_llm::kernels::oneShotAllReduceKernel<half, 8>": "AllReduce",
              "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn": None}
     assert {n: coll.kernel_collective(n) for n in names} == names
+
+
+#: Per device, the union of kernel intervals: span minus the gaps after the running latest end.
+_UNION = """
+WITH k AS (SELECT k.deviceId AS d, k.start AS s, k.end AS e FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+           JOIN StringIds AS n ON n.id = k.shortName WHERE {where}),
+r AS (SELECT d, s, e, MAX(e) OVER (PARTITION BY d ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS reach FROM k)
+SELECT d, MAX(e) - MIN(s) - SUM(CASE WHEN s > reach THEN s - reach ELSE 0 END) FROM r GROUP BY d ORDER BY d"""
+
+
+def test_busy_compute_and_exposed_time_equal_sql(export: Path, analysed: dict) -> None:
+    busy = _sql(export, _UNION.format(where="1"))
+    compute = _sql(export, _UNION.format(where="n.value NOT LIKE 'nccl%'"))
+    whole = analysed["ranks"][analysed["ranks"]["stage"] == ALL_STAGES]
+    assert whole["busy_ns"].tolist() == [r[1] for r in busy]
+    assert whole["compute_ns"].tolist() == [r[1] for r in compute]
+    assert (whole["idle_ns"] == whole["span_ns"] - whole["busy_ns"]).all()
+    # the collectives never overlap each other here, so what compute does not cover is busy − compute
+    assert (whole["exposed_ns"] == whole["busy_ns"] - whole["compute_ns"]).all()

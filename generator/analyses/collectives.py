@@ -53,6 +53,7 @@ def collective_words() -> dict[str, Any]:
     return read_yaml(TEMPLATES / "collective_kernels.yaml")
 
 
+@cache
 def kernel_collective(name: str) -> str | None:
     """The collective a kernel name does by its family (collective_kernels.yaml), else None."""
     for family in collective_words()["families"]:
@@ -137,17 +138,27 @@ def rank_kernels(tables: RankTables, stages: list[str]) -> pd.DataFrame:
 
 
 def _in_ranges(kernels: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
-    """Per kernel, the position in ``ranges`` of the (innermost) range on its launching thread that
-    holds its launching call (its start where no call is known), else -1."""
+    """Per kernel, the position in ``ranges`` of the range on its launching thread that holds its
+    launching call (its start, on any thread, where no call is known), else -1. ``ranges`` are of one
+    name or one role, not nested in each other: the latest-starting range before the call is the one."""
     hit = np.full(len(kernels), -1, dtype="int64")
     if not len(ranges) or not len(kernels):
         return hit
     t = kernels["call_start"].fillna(kernels["start"]).to_numpy(dtype="int64")
-    tid = kernels["call_tid"].to_numpy(dtype=object)
     known = kernels["call_tid"].notna().to_numpy()
-    for pos, (s, e, rtid) in enumerate(zip(ranges["start"], ranges["end"], ranges["tid"], strict=True)):
-        inside = (t >= s) & (t <= e) & (~known | (tid == rtid))
-        hit[inside] = pos  # later (inner, as ranges are in start order) ranges win
+    tids = kernels["call_tid"].to_numpy(dtype=object)
+    starts, ends = ranges["start"].to_numpy(dtype="int64"), ranges["end"].to_numpy(dtype="int64")
+    for tid in [None, *dict.fromkeys(ranges["tid"])]:
+        own = np.flatnonzero(ranges["tid"].to_numpy() == tid) if tid is not None else np.arange(len(ranges))
+        order = own[np.argsort(starts[own], kind="stable")]
+        mine = np.flatnonzero(~known) if tid is None else np.flatnonzero(known & (tids == tid))
+        if not len(mine) or not len(order):
+            continue
+        at = np.searchsorted(starts[order], t[mine], side="right") - 1
+        valid = at >= 0
+        chosen = order[np.maximum(at, 0)]
+        inside = valid & (t[mine] <= ends[chosen])
+        hit[mine[inside]] = chosen[inside]
     return hit
 
 
