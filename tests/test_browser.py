@@ -10,6 +10,7 @@ import csv
 import functools
 import http.server
 import io
+import json
 import lzma
 import os
 import socket
@@ -340,3 +341,14 @@ def test_old_version_banner_links_the_same_page_of_the_newest(tab: Tab, disk_tab
     disk_tab.page.locator("aside.kr-outdated a").click()
     disk_tab.page.wait_for_url(_disk_url(served, f"v2/{lang_dir}roofline.html"))
     assert tab.problems == [] and disk_tab.problems == []
+
+
+@pytest.mark.parametrize(("lang", "word"), [("en", "latest"), ("zh", "最新")])
+def test_latest_alias_reads_in_the_page_language(tab: Tab, served: Served, lang: str, word: str) -> None:
+    """The version selector's alias of the newest version (versions.json says "latest") in the page's words."""
+    _open(tab, served.url("v2", lang, "index"))
+    tab.page.wait_for_selector(".md-version__alias", state="attached")
+    tab.page.wait_for_function(f"() => [...document.querySelectorAll('.md-version__alias')]"
+                               f".every(e => e.textContent === {json.dumps(word)})")
+    assert set(tab.page.eval_on_selector_all(".md-version__alias", "els => els.map(e => e.textContent)")) == {word}
+    assert tab.problems == []

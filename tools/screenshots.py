@@ -23,12 +23,16 @@ PAGE = "v2/comparison.html"
 SIZE = {"width": 1280, "height": 760}
 
 
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
 def screenshot(site: Path, png: Path) -> None:
-    report = next((p.parent for p in sorted(site.glob(f"*/{PAGE}"))), None) or (site if (site / PAGE).is_file() else None)
+    report = site if (site / PAGE).is_file() else next((p.parents[1] for p in sorted(site.glob(f"*/{PAGE}"))), None)
     if report is None:
         sys.exit(f"error: {site}: no {PAGE} (build the bundled example first: make site)")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(report))
-    handler.log_message = lambda *args: None  # type: ignore[method-assign]
+    handler = functools.partial(_Quiet, directory=str(report))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     chromium = shutil.which("chromium") or None

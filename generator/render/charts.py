@@ -275,15 +275,17 @@ def _si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-#: a roof label's height in the physical roofline, as a share of the plot's height
-LABEL_HEIGHT = 13 / HEIGHT
+#: a roof label's height in the physical roofline (its 11 px text box is 13 px tall, plus a margin), as a
+#: share of the plot's height
+LABEL_HEIGHT = 15 / HEIGHT
 
 
 def _dodged(labels: list[dict[str, Any]], values: list[float]) -> list[dict[str, Any]]:
     """Roof labels (highest roof first) each at its roof (``label_flops``), or lower where the label
-    above would overlap it: one label height apart on the log axis ``values`` span."""
+    above would overlap it: one label height apart on the log axis that ``values`` span, as Vega
+    draws it (its log scale is nice: whole decades)."""
     positive = [v for v in values if v > 0]
-    decades = max(math.log10(max(positive) / min(positive)), 1.0) if positive else 1.0
+    decades = max(math.ceil(math.log10(max(positive))) - math.floor(math.log10(min(positive))), 1) if positive else 1
     gap = 10 ** (decades * LABEL_HEIGHT)
     out, below = [], math.inf
     for label in sorted(labels, key=lambda r: -r["flops"]):
