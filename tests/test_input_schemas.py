@@ -455,3 +455,10 @@ def test_nsys_kernel_times_property(column: str, row: int, value: Any) -> None:
                 continue
             figures = summary[["count", "total_ns", "min_ns", "max_ns"]].astype(float)
             assert (figures >= 0).all().all() and figures.map(math.isfinite).all().all()
+
+
+def test_compare_summary_with_a_huge_integer_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "summary.json"
+    path.write_text('{"gpu": {"sm_count": ' + HUGE_INT + "}}", encoding="utf-8")
+    assert f"{path}: not valid JSON (Exceeds the limit (4300 digits)" in one_line(
+        capsys, ["compare", str(path), str(path)])
