@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import lzma
+import math
 import re
 import shutil
 import sqlite3
@@ -31,6 +32,7 @@ from generator.model import KERNEL_SUMMARY_COLUMNS
 from generator.pipeline.chips import CHIPS_DIR, load_chip
 from generator.readers import read
 from generator.readers.manifest import read_manifest
+from generator.readers.nsys_sqlite import read_stages
 from generator.readers.op_calls import read_op_calls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -430,3 +432,33 @@ def test_ncu_launch_id_property(cell: str, capsys: pytest.CaptureFixture[str]) -
             assert "\n" not in str(exc)
             return
         assert metrics["launch_id"].between(0, 2**53).all()
+
+
+@settings(SETTINGS, max_examples=10)  # each example reads the export twice (~1 s)
+@given(column=st.sampled_from(["start", "end"]), row=st.integers(1, 2),
+       value=st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(), st.text(max_size=10),
+                       st.binary(max_size=10)))
+def test_nsys_kernel_times_property(column: str, row: int, value: Any) -> None:
+    """Any start or end a kernel row can hold in SQLite (NULL, text, blobs, floats, int64 extremes):
+    read alone and read by stage, a one-line InputError or non-negative finite figures."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "report.sqlite"
+        path.write_bytes(lzma.decompress(GEMM_SQLITE.read_bytes()))
+        with sqlite3.connect(path) as con:
+            con.executescript(NULL_END.rsplit("UPDATE", 1)[0])
+            con.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET {column} = ? WHERE rowid = ?", (value, row))
+        for reading in (lambda: read(path).kernel_summary, lambda: read_stages(path, ["gemm"]).summary):
+            try:
+                summary = reading()
+            except InputError as exc:
+                assert "\n" not in str(exc) and str(path) in str(exc)
+                continue
+            figures = summary[["count", "total_ns", "min_ns", "max_ns"]].astype(float)
+            assert (figures >= 0).all().all() and figures.map(math.isfinite).all().all()
+
+
+def test_compare_summary_with_a_huge_integer_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "summary.json"
+    path.write_text('{"gpu": {"sm_count": ' + HUGE_INT + "}}", encoding="utf-8")
+    assert f"{path}: not valid JSON (Exceeds the limit (4300 digits)" in one_line(
+        capsys, ["compare", str(path), str(path)])

@@ -304,8 +304,8 @@ def _from_csv(path: Path) -> pd.DataFrame:
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON ({exc})") from None
+    except ValueError as exc:  # JSONDecodeError, and an integer over Python's digit limit
+        raise InputError(path, f"not valid JSON ({' '.join(str(exc).split())[:200]})") from None
     except RecursionError:
         raise InputError(path, "JSON nested too deeply (not a version's summary.json)") from None
 

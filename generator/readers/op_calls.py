@@ -74,7 +74,8 @@ def _numbers(path: Path, column: pd.Series, name: str) -> pd.Series:
         row = int(bad.to_numpy().argmax())
         kind = "a whole number" if whole else "a number"
         raise InputError(path, f"line {row + 2}: {name} {column.iloc[row]!r} is not {kind} from 0 to {LIMITS[name]:.3g}")
-    return values
+    integral = len(values) and values.notna().all() and (values == values.round()).all()
+    return values.astype("int64") if integral else values  # as pandas reads a column of whole numbers
 
 
 def _json_lists(path: Path, column: pd.Series, name: str) -> None:
