@@ -50,7 +50,7 @@ from generator.readers.nsys_sqlite import (
     capture_facts,
     read_stages,
 )
-from generator.readers.op_calls import calls_file, run_op_calls
+from generator.readers.op_calls import calls_file, run_calls
 from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
@@ -300,6 +300,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
     configs: list[pd.DataFrame] = []  # their kernels' launch configurations
     op_calls: list[pd.DataFrame] = []  # per (stage, kernel), the operator call of its profiled launch
+    launch_calls: list[pd.DataFrame] = []  # every launch of the stages, with its operator call
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
                    + [path for entry in version.inputs.ncu for path in entry.paths])
@@ -325,8 +326,10 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
         if (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
-            op_calls.append(run_op_calls(found, sqlite, stages or (ALL_STAGES,),
-                                         list(dict.fromkeys(reading.summary["name"]))))
+            joined, every = run_calls(found, sqlite, stages or (ALL_STAGES,),
+                                      list(dict.fromkeys(reading.summary["name"])))
+            op_calls.append(joined)
+            launch_calls.append(every)
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)
@@ -378,6 +381,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
         kernel_ops=pd.concat(shaped, ignore_index=True) if shaped else None,
         op_calls=pd.concat(op_calls, ignore_index=True) if op_calls else None,
+        launch_calls=pd.concat(launch_calls, ignore_index=True) if launch_calls else None,
     )
 
 

@@ -98,8 +98,9 @@ def find(inputs: FindingInputs) -> list[Finding]:
     return add_up(sorted((f for rule in RULES for f in rule(inputs)), key=lambda f: order_key(f, stages)))
 
 
-def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, inputs: VersionInputs,
-                     names: dict[str, Any], peaks: Peaks, settings: AnalysisSettings) -> list[Finding]:
+def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, launch_floors: pd.DataFrame,
+                     inputs: VersionInputs, names: dict[str, Any], peaks: Peaks,
+                     settings: AnalysisSettings) -> list[Finding]:
     """:func:`find` over the version: its summary, classified kernels with their useful work, GPU
     timeline, API calls and run parameters (data/findings.json is written from it with the rendered
     claims, render.data_files)."""
@@ -111,7 +112,7 @@ def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, input
                               inputs.timeline, params, settings.top_n,
                               generated_tokens(inputs.manifest),
                               l2 if isinstance(l2, int) and not isinstance(l2, bool) and l2 > 0 else None,
-                              setup.get("energy")))
+                              setup.get("energy"), launch_floors))
 
 
 ANALYSES = [Analysis("findings", version_findings)]
