@@ -81,11 +81,19 @@ def run_calls(path: Path, sqlite: Path, stages: Sequence[str],
     every["call"] = pd.to_numeric(every["call"], errors="coerce")
     per_launch = every.merge(calls.drop(columns=["stage", "output_shapes"], errors="ignore"),
                              on=["iteration", "call"], how="left")
-    return _representative(launches, calls), per_launch[LAUNCH_CALL_COLUMNS]
+    return _representative(launches, every, calls), per_launch[LAUNCH_CALL_COLUMNS]
 
 
-def _representative(launches: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
-    """JOINED_COLUMNS of the representative ``launches`` whose operator call ``calls`` holds."""
+def _representative(launches: pd.DataFrame, every: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """JOINED_COLUMNS of the representative ``launches`` whose operator call ``calls`` holds; a CUDA
+    graph node's call is that of the same launch in ``every`` (the first of its configuration)."""
+    first = every.drop_duplicates(["stage", "name", "grid", "block"])[["stage", "name", "grid", "block", "iteration",
+                                                                       "call"]]
+    launches = launches.merge(first, on=["stage", "name", "grid", "block"], how="left")
+    missing = launches["operator"].isna()
+    launches.loc[missing, "marked"] = launches.loc[missing, "iteration"]
+    launches.loc[missing, "operator"] = launches.loc[missing, "call"]
+    launches = launches.drop(columns=["iteration", "call"])
     launches = launches.dropna(subset=["operator"]).astype({"operator": "int64"})
     joined = launches[["stage", "name", "marked", "operator", "grid", "block", "config_launches"]].merge(
         calls.drop(columns="stage"), left_on=["marked", "operator"], right_on=["iteration", "call"])

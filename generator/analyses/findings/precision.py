@@ -46,7 +46,7 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
         basis = floor.floor_basis if floor.saving_ns < saving else ""
         saving = min(saving, floor.saving_ns)
         bound = Bound(float(row["total_ns"]), stage_ns, inputs.total_ns, saving, 1.0 / ratio if ratio else None,
-                      floor_basis=basis, parts=((str(row["name"]), saving),))
+                      floor_basis=basis, parts=((str(row["name"]), saving),), kernels=floor.kernels)
         found.append(make("precision_fallback", row["stage"], evidence, hit.loc[[row.name]], bound, "high"))
     return found
 
