@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from generator.analyses.findings import fp32_calls
 from generator.analyses.launch_floors import NCU, SHAPES, UNKNOWN
 from generator.analyses.stage_decomposition import FLOOR_BASES, GAP_CAUSES
 from generator.analyses.version import AnalysisSettings, analyze_version
@@ -125,3 +126,14 @@ def test_measured_time_of_the_groups_is_the_stage_kernel_time(analyzed) -> None:
     for stage, ns in measured.items():
         assert ns == pytest.approx(times[stage], rel=1e-3), stage
     assert isinstance(groups, pd.DataFrame)
+
+
+def test_fp32_by_the_models_request_is_no_fallback(analyzed) -> None:
+    """A call whose floating inputs are all float32 asked for FP32 (the MoE router's aten.linear);
+    the compiled block's addmm calls are bfloat16."""
+    name, inputs, _ = analyzed
+    if name != "compiled-block-h200":
+        pytest.skip("compiled capture only")
+    assert fp32_calls(inputs.op_calls) == frozenset()
+    as_fp32 = inputs.op_calls.assign(input_dtypes='["float32", "float32", "float32", "float32"]')
+    assert fp32_calls(as_fp32) == frozenset(zip(inputs.op_calls["stage"], inputs.op_calls["name"]))

@@ -45,6 +45,8 @@ class FindingInputs:
     #: every launch group's floor (launch_floors.LAUNCH_FLOOR_COLUMNS); None: from the summary and
     #: ``kernels`` (launch_floors.summary_floors)
     floors: pd.DataFrame | None = None
+    #: (stage, kernel) whose profiled launch's operator call asked for FP32 (every floating input float32)
+    fp32_calls: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def stages(self) -> list[str]:
