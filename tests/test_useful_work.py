@@ -127,22 +127,25 @@ def _floor_saving(inputs, result, finding) -> float:
         rows = summary[(summary["stage"] == finding.stage) & summary["name"].isin(names)]
         return float((rows["total_ns"] - rows["count"] * shortest).clip(lower=0).sum())
     every = inputs.launch_calls[inputs.launch_calls["stage"] == finding.stage]
+    called = every["call"].notna()
+    loose = every[~called & every["name"].isin(names)]  # no call made them: the shortest kernel
+    total = float((loose["duration_ns"] - shortest).clip(lower=0).sum())
+    every = every[called]
     key = every["iteration"].astype(str) + ":" + every["call"].astype(str)
-    total = 0.0
-    for call, launches in every.groupby(key):
+    for _, launches in every.groupby(key):
         mine = launches[launches["name"].isin(names)]
         if not len(mine):
             continue
         measured = float(mine["duration_ns"].sum())
         floor = shortest * len(mine)
-        product = launches[["m", "n", "k"]].notna().all(axis=None) and call != "nan:nan"
+        product = launches[["m", "n", "k"]].notna().all(axis=None)
         if product and peak and len(mine) == len(launches):
             nodes = launches["node"].dropna()
             executions = int(nodes.value_counts().max()) if len(nodes) else 1
             b = launches["batch"].iloc[0]
             flop = 2.0 * (1.0 if math.isnan(b) else b) * launches["m"].iloc[0] * launches["n"].iloc[0] * launches["k"].iloc[0]
             floor = max(floor, 1e9 * flop / peak * executions)
-        total += max(measured - floor, 0.0) if call != "nan:nan" else float((mine["duration_ns"] - shortest).clip(lower=0).sum())
+        total += max(measured - floor, 0.0)
     return total
 
 

@@ -95,7 +95,7 @@ def _call_floors(launches: pd.DataFrame, records: dict, peaks: Peaks, shortest_n
         floors.append(floor if basis != SHORTEST else math.nan)
         bases.append(basis if basis != SHORTEST else "")
     out = launches.assign(call_floor=floors, call_basis=bases)
-    key = out["iteration"].astype(str) + ":" + out["call"].astype(str)
+    key = out["iteration"].fillna("").astype(str) + ":" + out["call"].fillna(-1).astype(str)
     node = out["node"].where(out["node"].notna(), -1)
     executions = out.groupby([key, node])["duration_ns"].transform("size").where(out["node"].notna(), 1)
     executions = executions.groupby(key).transform("max")
