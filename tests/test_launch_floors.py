@@ -12,6 +12,7 @@ stage against the sum of its floors (data/stage_decomposition.csv).
 """
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -23,8 +24,11 @@ from generator.analyses.launch_floors import NCU, SHAPES, UNKNOWN
 from generator.analyses.stage_decomposition import FLOOR_BASES, GAP_CAUSES
 from generator.analyses.version import AnalysisSettings, analyze_version
 from generator.pipeline.chips import shipped_chips
-from generator.pipeline.config import load_report
+from generator.pipeline.config import load_report, report_meta
 from generator.pipeline.inputs import InputCache, version_inputs
+from generator.render import chart_table
+from generator.render.pages import render_page
+from generator.render.translations import translator
 
 RUNS = Path(__file__).resolve().parent.parent / "examples" / "runs"
 H200_BF16 = 989.5e12  # generator/chips/h200.yaml tensor_bf16_tflops (datasheet, dense)
@@ -137,3 +141,29 @@ def test_fp32_by_the_models_request_is_no_fallback(analyzed) -> None:
     assert fp32_calls(inputs.op_calls) == frozenset()
     as_fp32 = inputs.op_calls.assign(input_dtypes='["float32", "float32", "float32", "float32"]')
     assert fp32_calls(as_fp32) == frozenset(zip(inputs.op_calls["stage"], inputs.op_calls["name"]))
+
+
+def test_the_overview_states_each_stage_against_its_floor(analyzed) -> None:
+    """One line per stage with its kernel time, floor and ratio, the peaks' source named once, the
+    measured-vs-floor chart, EN and ZH; the harness's host gaps are never a numbered GPU saving."""
+    name, _, result = analyzed
+    meta = report_meta(load_report(_report_of(name)), None, ["en", "zh"])
+    frame = result.values["stage_decomposition"]
+    for lang, words in (("en", "of kernel time against a"), ("zh", "下限")):
+        page = render_page("index", result, meta, lang, {})
+        for row in frame.to_dict("records"):
+            floor = f"{row['floor_ns'] / 1e6:,.2f} ms"
+            assert any(f"**{row['stage']}**" in line and floor in line and words in line
+                       for line in page.splitlines()), (name, lang, row["stage"])
+        if name.endswith("h200"):
+            assert page.count("NVIDIA H200 SXM") == 1, lang
+        numbered = [line for line in page.splitlines() if re.match(r"\d+\. ", line)]
+        assert not any("launch-overhead" in line for line in numbered), lang
+    assert chart_table.entries_on("index")[0].build(result, translator("en")) is not None
+
+
+def _report_of(name: str) -> Path:
+    report = Path(tempfile.mkdtemp()) / "report.yaml"
+    report.write_text(f"id: one\ntitle: {{en: One, zh: One}}\nversions:\n  - {{id: a, title: {{en: A, zh: A}}, "
+                      f"date: 2026-11-29, runs: [{RUNS / name}]}}\n", encoding="utf-8")
+    return report
