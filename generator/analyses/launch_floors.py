@@ -43,6 +43,24 @@ def shape_text(op: object, shapes: object, dtypes: object) -> str:
     return " ".join(p for p in (base_op(op), operands, kind) if p)
 
 
+def attention_flop(op: object, shapes: object) -> float:
+    """Least FLOP of a scaled-dot-product attention call from its shapes (query B·H·Lq·D, key
+    B·Hk·Lk·D): 4·B·H·Lq·Lk·D (QKᵀ and PV) with an explicit mask (then not causal), half of it
+    without one (a causal call computes about half); NaN for any other op."""
+    if not isinstance(op, str) or "scaled_dot_product" not in op or not isinstance(shapes, str):
+        return math.nan
+    try:
+        dims = json.loads(shapes)
+    except ValueError:
+        return math.nan
+    if len(dims) < 3 or len(dims[0]) < 3 or len(dims[1]) < 3:
+        return math.nan
+    query, key = dims[0], dims[1]
+    full = 4.0 * math.prod(query[:-1]) * key[-2] * query[-1]
+    masked = len(dims) > 3 and isinstance(dims[3], list) and len(dims[3]) >= 2
+    return full if masked else full / 2
+
+
 def _ncu_records(ncu_metrics: pd.DataFrame, op_calls: pd.DataFrame | None) -> dict[tuple[str, str], dict]:
     """(stage, kernel) → its ncu record: DRAM bytes, executed FLOP, datapath, configuration and the
     operator shapes of the launch it profiled ("" where no call made it)."""
@@ -82,6 +100,8 @@ def _call_floors(launches: pd.DataFrame, records: dict, peaks: Peaks, shortest_n
     if called.any():
         work = call_work(launches[called].assign(grid=math.nan, block=math.nan, config_launches=math.nan))
         flop[called], ideal[called] = work["flop"].to_numpy(), work["ideal_bytes"].to_numpy()
+    attention = [attention_flop(o, d) for o, d in zip(launches["op"], launches["input_shapes"])]
+    flop = flop.where(flop.notna(), pd.Series(attention, index=launches.index))
     floors, bases = [], []
     for (_, r), f, b in zip(launches.iterrows(), flop, ideal):
         path = records.get((r["stage"], r["name"]), {}).get("path", "tensor")
