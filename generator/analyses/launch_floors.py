@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 
 from generator.analyses.floors import SHORTEST, datapath, launch_floor
@@ -103,8 +104,8 @@ def _call_floors(launches: pd.DataFrame, records: dict, peaks: Peaks, shortest_n
     attention = [attention_flop(o, d) for o, d in zip(launches["op"], launches["input_shapes"])]
     flop = flop.where(flop.notna(), pd.Series(attention, index=launches.index))
     floors, bases = [], []
-    for (_, r), f, b in zip(launches.iterrows(), flop, ideal):
-        path = records.get((r["stage"], r["name"]), {}).get("path", "tensor")
+    for stage, name, f, b in zip(launches["stage"], launches["name"], flop, ideal):
+        path = records.get((stage, name), {}).get("path", "tensor")
         known_f, known_b = f == f and f > 0, b == b and b > 0
         if not (known_f or known_b):
             floors.append(math.nan)
@@ -137,25 +138,19 @@ def per_launch(launches: pd.DataFrame, ncu_metrics: pd.DataFrame, op_calls: pd.D
     top = config_ns.sort_values("duration_ns", ascending=False, kind="stable").drop_duplicates(["stage", "name"])
     first = out.reset_index().merge(top[["stage", "name", "grid", "block"]], on=["stage", "name", "grid", "block"])
     profiled = set(first.groupby(["stage", "name"])["index"].min())
-    low, high, basis, source, shape = [], [], [], [], []
-    for i, r in out.iterrows():
-        d = float(r["duration_ns"])
-        record = records.get((r["stage"], r["name"]))
-        if r["floor"] == r["floor"]:
-            lo = hi = min(float(r["floor"]), d)
-            b, src, text = r["basis"], SHAPES, r["shape"]
-        elif record is not None and (i in profiled or (r["shape"] and r["shape"] == record["shape"])):
-            lo, hi, b = ncu_range(record, peaks, shortest_ns)
-            lo, hi, src, text = min(lo, d), min(hi, d), NCU, r["shape"] or "ncu record"
-        else:
-            lo, hi, b, src, text = min(shortest_ns, d), d, UNKNOWN, UNKNOWN, r["shape"]
-        low.append(lo)
-        high.append(hi)
-        basis.append(b)
-        source.append(src)
-        shape.append(text)
-    return out.assign(floor_ns=low, floor_hi_ns=high, basis=basis, source=source, shape=shape,
-                      measured_ns=out["duration_ns"].astype(float))
+    d = out["duration_ns"].astype(float)
+    keys = list(zip(out["stage"], out["name"]))
+    ranges = {key: ncu_range(record, peaks, shortest_ns) for key, record in records.items()}
+    own = [ranges.get(key) for key in keys]
+    same = [key in records and bool(text) and text == records[key]["shape"] for key, text in zip(keys, out["shape"])]
+    shaped = out["floor"].notna().to_numpy()
+    ncu = ~shaped & np.array([r is not None for r in own]) & (out.index.isin(list(profiled)) | np.array(same))
+    low = np.where(shaped, out["floor"], np.where(ncu, [r[0] if r else math.nan for r in own], shortest_ns))
+    high = np.where(shaped, out["floor"], np.where(ncu, [r[1] if r else math.nan for r in own], d))
+    basis = np.where(shaped, out["basis"], np.where(ncu, [r[2] if r else "" for r in own], UNKNOWN))
+    text = np.where(ncu & (out["shape"] == ""), "ncu record", out["shape"])
+    return out.assign(floor_ns=np.minimum(low, d), floor_hi_ns=np.minimum(high, d), basis=basis,
+                      source=np.where(shaped, SHAPES, np.where(ncu, NCU, UNKNOWN)), shape=text, measured_ns=d)
 
 
 def grouped(launch_rows: pd.DataFrame) -> pd.DataFrame:
