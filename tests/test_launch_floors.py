@@ -167,3 +167,23 @@ def _report_of(name: str) -> Path:
     report.write_text(f"id: one\ntitle: {{en: One, zh: One}}\nversions:\n  - {{id: a, title: {{en: A, zh: A}}, "
                       f"date: 2026-11-29, runs: [{RUNS / name}]}}\n", encoding="utf-8")
     return report
+
+
+@pytest.fixture(scope="module")
+def ocr_vlm():
+    return _analyzed(RUNS / "ocr-vlm-sdpa-h200-a")
+
+
+def test_sam_attention_launches_each_have_their_own_floor(ocr_vlm) -> None:
+    """SAM's cuDNN attention: 4 global launches (4096 tokens, a 12×4096×4096 bias: 402 MB ideal) and
+    8 windowed ones (25 windows of 196 tokens) share one grid; each gets its own call's floor, so at
+    most 0.67 ms (2.5×) can be saved, not the 0.99 ms (9.1×) of one borrowed 11 µs floor."""
+    _, result = ocr_vlm
+    groups = result.values["launch_floors"]
+    sam = groups[(groups["stage"] == "sam") & groups["name"].str.contains("cudnn") & groups["shape"].str.contains(
+        "scaled_dot_product")]
+    assert sorted(sam["launches"]) == [4, 8] and set(sam["source"]) == {SHAPES}
+    per_launch = (sam["floor_ns"] / sam["launches"]).round(-3).tolist()
+    assert per_launch[sam["launches"].tolist().index(4)] > 5 * per_launch[sam["launches"].tolist().index(8)]
+    (attention,) = [f for f in result.findings if f.id == "attention" and f.stage == "sam"]
+    assert round(attention.bound.saving_ns / 1e6, 2) == 0.67 and round(attention.bound.headroom, 1) == 2.5
