@@ -63,7 +63,8 @@ def floor_split(groups: pd.DataFrame, kernel_ns: float) -> dict[str, float]:
         if g["name"] and COMM_NAME in str(g["name"]).lower():
             cause = "communication"
         gap[cause] += max(float(g["measured_ns"]) - float(g["floor_ns"]), 0.0)
-    gap["unprofiled"] += kernel_ns - floor - sum(gap.values())  # launches the groups miss, rounding
+    gap["unprofiled"] += kernel_ns - floor - sum(gap.values())  # launches the groups miss
+    gap = {cause: round(ns, 3) + 0.0 for cause, ns in gap.items()}  # no float dust (−0.0 → 0.0)
     return {"floor_ns": floor, "floor_hi_ns": min(float(groups["floor_hi_ns"].sum()), kernel_ns) if len(groups) else 0.0,
             **{f"floor_{b}_pct": float(by_basis.get(b, 0.0)) * 100.0 / floor if floor else float("nan")
                for b in FLOOR_BASES},
