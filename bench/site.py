@@ -80,9 +80,12 @@ def example_copy(root: Path, work: Path) -> tuple[Path, list[Path]]:
     report = root / "examples" / "ocr-vlm" / "report.yaml"
     (work / "examples" / "ocr-vlm").mkdir(parents=True)
     shutil.copy(report, work / "examples" / "ocr-vlm" / "report.yaml")
-    versions = yaml.safe_load(report.read_text(encoding="utf-8"))["versions"]
+    config = yaml.safe_load(report.read_text(encoding="utf-8"))
+    versions = config["versions"]
+    checks = [{"runs": [chip["validate"]]} for chip in config.get("chips") or []
+              if isinstance(chip, dict) and chip.get("validate")]
     copies: dict[Path, Path] = {}  # each run folder once, though versions share it
-    for version in versions:
+    for version in [*versions, *checks]:  # and the runs the what-if validates against
         for run in version.get("runs", []):
             source = (report.parent / run).resolve()
             if source not in copies:
@@ -107,6 +110,8 @@ def build(root: Path, report: Path, work: Path) -> dict:
     if out.returncode:
         raise SystemExit(f"build failed ({out.returncode}): {out.stderr[-2000:]}")
     result = json.loads(out.stderr.strip().splitlines()[-1])
+    if result["rc"]:
+        raise SystemExit(f"build failed (exit {result['rc']}): {out.stderr[-2000:]}")
     result["load"] = load
     return result
 

@@ -255,6 +255,9 @@ class VersionInputs:
     #: call, op, m, n, k, batch, flop, ideal_bytes, operand shapes), from a run's ops/calls.csv; None where
     #: no shapes were recorded
     op_calls: pd.DataFrame | None = None
+    #: every launch of the stages with the operator call that made it (readers.op_calls.LAUNCH_CALL_COLUMNS),
+    #: where a capture run recorded its calls; None otherwise
+    launch_calls: pd.DataFrame | None = None
     #: each kernel of the version's PyTorch traces recorded with shapes and the operator call that
     #: launched it (readers.torch_trace.KERNEL_OP_COLUMNS), None where no trace carries shapes
     kernel_ops: pd.DataFrame | None = None

@@ -371,6 +371,16 @@ SELECT (SELECT count(*) FROM temp.marked_seq), (SELECT count(*) FROM temp.measur
        (SELECT count(*) FROM temp.marked_seq AS w JOIN temp.measured_seq AS m USING (pos)
         WHERE w.name = m.name AND w.gx = m.gx AND w.gy = m.gy AND w.gz = m.gz AND w.bx = m.bx
           AND w.by = m.by AND w.bz = m.bz AND w.smem = m.smem)"""
+#: Positions of temp.measured_seq that launch the first marked launch alike (where a run may start).
+RUN_STARTS = """
+SELECT m.pos FROM temp.measured_seq AS m JOIN temp.marked_seq AS w ON w.pos = 1
+WHERE w.name = m.name AND w.gx = m.gx AND w.gy = m.gy AND w.gz = m.gz AND w.bx = m.bx AND w.by = m.by
+  AND w.bz = m.bz AND w.smem = m.smem ORDER BY m.pos LIMIT :limit"""
+#: Marked launches alike the measured ones :at positions later.
+RUN_ALIKE = """
+SELECT count(*) FROM temp.marked_seq AS w JOIN temp.measured_seq AS m ON m.pos = w.pos + :at
+WHERE w.name = m.name AND w.gx = m.gx AND w.gy = m.gy AND w.gz = m.gz AND w.bx = m.bx
+  AND w.by = m.by AND w.bz = m.bz AND w.smem = m.smem"""
 #: temp.marked_ops: the operator ranges of thread :tid, numbered from 1 in order.
 CREATE_MARKED_OPS = """
 CREATE TEMP TABLE marked_ops AS
@@ -388,6 +398,38 @@ WHERE o.end >= w.t"""
 LAUNCH_OP = "SELECT op FROM temp.launch_ops WHERE t = :t"
 
 
+
+
+def stage_launch_calls(node_column: bool) -> str:
+    """Every kernel launched by a call of temp.stage_calls: stage, name id, duration, grid, block,
+    CUDA graph node (NULL when none) and the call's time."""
+    node = "k.graphNodeId" if node_column else "NULL"
+    return f"""
+SELECT c.stage, k.demangledName, k.end - k.start, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
+       {node}, c.t
+FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN temp.stage_calls AS c ON c.corr = k.correlationId AND c.pid = k.globalPid >> 24
+ORDER BY c.stage, k.start"""
+
+
+#: Per CUDA graph node that ran a kernel of the stages: the operator mark (name and number on its
+#: thread, temp.op_marks) open where its original node was created; names bound as two parameters.
+NODE_OPERATORS = """
+WITH nodes AS (
+    SELECT DISTINCT node FROM temp.stage_kernels WHERE node IS NOT NULL
+), origin AS (
+    SELECT n.node AS node, coalesce(max(e.originalGraphNodeId), n.node) AS original
+    FROM nodes AS n LEFT JOIN CUDA_GRAPH_NODE_EVENTS AS e ON e.graphNodeId = n.node GROUP BY n.node
+), created AS (
+    SELECT o.node AS node, min(c.start) AS t, min(c.globalTid) AS tid
+    FROM origin AS o JOIN CUDA_GRAPH_NODE_EVENTS AS c ON c.graphNodeId = o.original GROUP BY o.node
+), mark AS (
+    SELECT c.node AS node, (SELECT m.rowid FROM temp.op_marks AS m
+                            WHERE m.tid = c.tid AND m.start <= c.t AND m.end >= c.t AND m.name IN (?, ?)
+                            ORDER BY m.start DESC LIMIT 1) AS id
+    FROM created AS c
+)
+SELECT k.node, m.name, m.occurrence FROM mark AS k LEFT JOIN temp.op_marks AS m ON m.rowid = k.id
+"""
 INDEX_MODULE_RANGES = "CREATE INDEX temp.module_ranges_at ON module_ranges (tid, start)"
 #: The innermost module range open at time ? on thread ? (name, occurrence), if any.
 INNERMOST_MODULE = """

@@ -17,7 +17,7 @@ from generator.analyses.setup import workload_setup
 from generator.render.commands import shown_commands
 from generator.render.pages import render_page
 from generator.render.translations import translator
-from generator.workload_params import PRESET_DEFAULTS
+from generator.workload_params import PRESET_DEFAULTS, generated_tokens
 
 RUNS = ROOT / "examples" / "runs"
 MANIFESTS = sorted(RUNS.glob("*/manifest.json"))
@@ -64,7 +64,7 @@ def test_committed_manifests_show_the_newer_keys_they_record(manifest_path: Path
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     assert bool(set(NEW_KEYS) & set(manifest)) == (manifest["created"] >= "2026-11-29")
     recorded = {"setup.fidelity": manifest.get("fidelity"), "setup.energy": manifest.get("energy"),
-                "setup.clocks": manifest.get("clocks"), "setup.tokens": (manifest.get("tokens") or {}).get("generated"),
+                "setup.clocks": manifest.get("clocks"), "setup.tokens": generated_tokens(manifest),  # as findings
                 "setup.l2_cache": manifest["environment"]["gpus"][0].get("l2_cache_bytes")}
     for lang in ("en", "zh"):
         t = translator(lang)

@@ -33,6 +33,12 @@ class Bound:
     floor_basis: str = ""
     #: (kernel name, saving ns) of each kernel the saving sums over: what overlapping findings share
     parts: tuple[tuple[str, float], ...] = ()
+    #: the upper end of the saving where some floors are ranges ("shapes unknown"), None where every
+    #: floor is exact (``saving_ns`` is always the lower end, the one findings are ranked by)
+    saving_hi_ns: float | None = None
+    #: every launch group the saving counts (launch_floors.LAUNCH_FLOOR_COLUMNS as dicts): Σ(measured −
+    #: floor_hi) is ``saving_ns`` (before a rule lowers it), Σ(measured − floor) the upper end
+    kernels: tuple[dict[str, Any], ...] = ()
 
     @property
     def stage_pct(self) -> float:

@@ -2,8 +2,9 @@
 
 Peaks are physical: one roof per datapath for the GPU, never a statistic of per-launch peaks (ncu
 scales those by the clock each launch happened to run at, so short launches at a boosted clock would
-lift the roof). In order of precedence: ``report.yaml`` overrides (``settings.peaks``); else ncu's
-per-cycle peak of the datapath (a device constant: FLOP per SM cycle over all SMs) × the stated SM
+lift the roof). In order of precedence: ``report.yaml`` overrides (``settings.peaks``); else the
+datasheet figures of the shipped chip file naming the GPU (generator/chips; not under locked clocks);
+else ncu's per-cycle peak of the datapath (a device constant: FLOP per SM cycle over all SMs) × the stated SM
 clock — the device's maximum boost clock (``device__attribute_clock_rate``) unless the capture
 locked clocks, then the clock it locked them to; DRAM: ncu's bytes per DRAM cycle × the device's
 memory clock, else the bandwidth the device description carries. A peak nobody states stays None
@@ -15,6 +16,7 @@ FLOP are counted per datapath (canonical ``flop_tensor``, ``flop_fp32``, ``flop_
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,7 @@ class Peaks:
     source: dict[str, str] = field(default_factory=dict)  # "dram" | datapath → "settings"|"ncu"|"device"
     sm_clock_hz: float | None = None  # the clock the FLOP roofs are stated at
     clock: str | None = None  # MAX_BOOST or LOCKED
+    chip: str | None = None  # the chip file whose datasheet figures the "chip" sources are
 
     def ridge(self, datapath: str) -> float | None:
         """FLOP per DRAM byte where the datapath's compute roof meets the bandwidth roof."""
@@ -72,10 +75,41 @@ def _override_datapath(key: str) -> str | None:
     return key if key in DATAPATHS else None
 
 
+#: datapath ("dram": bandwidth) → the chip file figure (analyses.projection.FIGURES) and its scale
+CHIP_FIGURES: dict[str, tuple[str, float]] = {
+    "tensor": ("tensor_bf16_tflops", 1e12), "fp32": ("fp32_tflops", 1e12), "dram": ("dram_bandwidth_gbps", 1e9),
+}
+
+
+def chip_file(gpus: list[GpuInfo], chips: Iterable[Any]) -> Any | None:
+    """The chip file (analyses.projection.Chip) naming the version's GPU among its ``gpu_names``."""
+    names = {g.name for g in gpus if g.name}
+    return next((chip for chip in chips if names & set(chip.gpu_names)), None)
+
+
+def chip_peaks(peaks: Peaks, chip: Any | None) -> Peaks:
+    """``peaks`` with the datasheet figures of ``chip`` (CHIP_FIGURES: dense BF16 tensor, FP32, DRAM
+    bandwidth) where it states them: the one set of chip figures findings, floors, roofline and the
+    what-if share. Not for a capture that locked clocks (its roofs are at that clock)."""
+    if chip is None or peaks.clock == LOCKED:
+        return peaks
+    for datapath, (key, scale) in CHIP_FIGURES.items():
+        value = chip.get(key)
+        if value == value and value > 0:
+            if datapath == "dram":
+                peaks.dram_bytes_per_s = value * scale
+            else:
+                peaks.flop_per_s[datapath] = value * scale
+            peaks.source[datapath] = "chip"
+            peaks.chip = chip.name
+    return peaks
+
+
 def device_peaks(metrics: pd.DataFrame, gpus: list[GpuInfo], overrides: dict[str, Any],
-                 locked_clock_hz: float | None = None) -> Peaks:
-    """Physical peaks (module docstring): settings overrides, else per-cycle peaks × the stated SM
-    clock — ``locked_clock_hz`` when the capture locked clocks, else the device's max boost clock."""
+                 locked_clock_hz: float | None = None, chips: Iterable[Any] = ()) -> Peaks:
+    """Physical peaks (module docstring): settings overrides, else the datasheet figures of the chip
+    file naming the GPU (:func:`chip_peaks`), else per-cycle peaks × the stated SM clock —
+    ``locked_clock_hz`` when the capture locked clocks, else the device's max boost clock."""
     gpu = next((g for g in gpus if g.sm_clock_hz), None)
     peaks = Peaks()
     if locked_clock_hz:
@@ -95,6 +129,7 @@ def device_peaks(metrics: pd.DataFrame, gpus: list[GpuInfo], overrides: dict[str
         known = [g.memory_bandwidth_bytes_per_s for g in gpus if g.memory_bandwidth_bytes_per_s]
         if known:
             peaks.dram_bytes_per_s, peaks.source["dram"] = float(known[0]), "device"
+    chip_peaks(peaks, chip_file(gpus, chips))
     if overrides.get("peak_dram_gbps") is not None:
         peaks.dram_bytes_per_s = float(overrides["peak_dram_gbps"]) * 1e9
         peaks.source["dram"] = "settings"
@@ -229,7 +264,8 @@ def locked_sm_clock(manifest: dict | None, metrics: pd.DataFrame) -> float | Non
 
 def version_peaks(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> Peaks:
     """:func:`device_peaks` of the version's GPU, at the clock its capture locked (if it did)."""
-    return device_peaks(metrics, inputs.gpus, settings.peaks, locked_sm_clock(inputs.manifest, metrics))
+    return device_peaks(metrics, inputs.gpus, settings.peaks, locked_sm_clock(inputs.manifest, metrics),
+                        settings.chip_basis)
 
 
 def version_roofline(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, peaks: Peaks) -> dict[str, Any]:

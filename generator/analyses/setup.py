@@ -10,7 +10,7 @@ from typing import Any
 from generator.analyses.result import VersionResult
 from generator.model import ALL_STAGES
 from generator.readers.fidelity import DIFFERENT, SAME
-from generator.workload_params import PRESET_DEFAULTS, params_read
+from generator.workload_params import PRESET_DEFAULTS, generated_tokens, params_read
 
 _TOOL_IN_FORMAT = re.compile(r"\b(nsys|ncu) (\d+(?:\.\d+)+)")
 _VERSION = re.compile(r"\d{4}\.\d+(?:\.\d+)*")
@@ -172,6 +172,6 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
         "fidelity_verdict": {SAME: "same", DIFFERENT: "different"}.get(str((fidelity or {}).get("verdict"))),
         "energy": manifest.get("energy") if isinstance(manifest.get("energy"), dict) else None,
         "clocks": manifest.get("clocks") if isinstance(manifest.get("clocks"), dict) else None,
-        "tokens": _dig(manifest, ("tokens", "generated")),
+        "tokens": generated_tokens(manifest),  # the one source findings divide by
         "gpus": [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else [],
     }

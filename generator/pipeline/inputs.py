@@ -56,7 +56,7 @@ from generator.readers.nsys_sqlite import (
     read_stages,
 )
 from generator.readers.nvtx_stages import workload_stages
-from generator.readers.op_calls import calls_file, run_op_calls
+from generator.readers.op_calls import calls_file, run_calls
 from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 T = TypeVar("T")
@@ -314,6 +314,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     configs: list[pd.DataFrame] = []  # their kernels' launch configurations
     op_calls: list[pd.DataFrame] = []  # per (stage, kernel), the operator call of its profiled launch
     exports: list[Path] = []  # the nsys SQLite exports, for their ranks
+    launch_calls: list[pd.DataFrame] = []  # every launch of the stages, with its operator call
     # the ncu reports are read in a child meanwhile (the .ncu-rep reader is the slowest)
     cache.prefetch([path for run in version.runs for path in _ncu_passes_found(run)]
                    + [path for entry in version.inputs.ncu for path in entry.paths])
@@ -340,8 +341,10 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
         if (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
-            op_calls.append(run_op_calls(found, sqlite, stages or (ALL_STAGES,),
-                                         list(dict.fromkeys(reading.summary["name"]))))
+            joined, every = run_calls(found, sqlite, stages or (ALL_STAGES,),
+                                      list(dict.fromkeys(reading.summary["name"])))
+            op_calls.append(joined)
+            launch_calls.append(every)
     found: list[str] = []  # NVTX range names found as stages (build FILE… without --stages)
     for entry, path in ((e, p) for e in version.inputs.nsys for p in e.path.paths):
         choice = entry_stages(entry.stage, version.stages_from, _is_nsys_sqlite(path),
@@ -406,6 +409,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         rank_order=rank_order,
         stages_from=version.stages_from,
         stages_found=found,
+        launch_calls=pd.concat(launch_calls, ignore_index=True) if launch_calls else None,
     )
 
 

@@ -591,10 +591,25 @@ def _marks_agree(cap: _Capture, name: str, tid: int) -> bool:
         return False
     cap.conn.execute(q.create_launch_sequence("marked_seq"), {"tid": tid, "start": first, "end": last})
     marked, measured_n, alike = cap.conn.execute(q.SEQUENCES_AGREE).fetchone()
-    if not marked == measured_n == alike:
+    if not marked == measured_n == alike and not (0 < marked < measured_n and _shift_to_run(cap, marked)):
         return False
     cap.conn.execute(q.CREATE_MARKED_OPS, {"tid": tid, "name": name})
     cap.conn.execute(q.INDEX_MARKED_OPS)
+    return True
+
+
+MAX_RUN_STARTS = 64  # where the marked launches are a run inside the measured ones: starts tried
+
+
+def _shift_to_run(cap: _Capture, marked: int) -> bool:
+    """Whether temp.marked_seq (``marked`` launches between the first and the last operator mark: a
+    compiled program marks only its ATen calls) is one run of temp.measured_seq, alike launch by
+    launch, at exactly one start; then marked_seq's positions are shifted onto it."""
+    starts = [row[0] - 1 for row in cap.conn.execute(q.RUN_STARTS, {"limit": MAX_RUN_STARTS}).fetchall()]
+    fits = [at for at in starts if cap.conn.execute(q.RUN_ALIKE, {"at": at}).fetchone()[0] == marked]
+    if len(fits) != 1:
+        return False
+    cap.conn.execute("UPDATE temp.marked_seq SET pos = pos + ?", (fits[0],))
     return True
 
 
@@ -659,6 +674,41 @@ def representative_launches(path: str | Path, stages: Sequence[str], names: Sequ
         names_by_id = cap.strings([r[1] for r in rows])
     frame = pd.DataFrame([(r[0], names_by_id.get(string_id(r[1])), *r[2:]) for r in rows], columns=REPRESENTATIVE_COLUMNS)
     return frame
+
+
+#: Per kernel launch of the stages (:func:`launch_operators`): the marked iteration and operator
+#: call that made it (NaN where none did or the marks do not hold).
+LAUNCH_OPERATOR_COLUMNS = ["stage", "name", "duration_ns", "grid", "block", "node", "marked", "operator"]
+
+
+def launch_operators(path: str | Path, stages: Sequence[str], ops_domain: str) -> pd.DataFrame:
+    """Every kernel launch of ``stages`` (LAUNCH_OPERATOR_COLUMNS) with the operator call that made
+    it: a launch call's by the marked iteration that agrees with the measured one (as
+    :func:`representative_launches`); a CUDA graph node's by the operator mark of ``ops_domain`` open
+    on its thread when the node was captured (its original node's creation)."""
+    tables = (*_LAUNCH_TABLES, GRAPH_NODE_TABLE)
+    with _open(path, tables) as cap, cap.staged(list(dict.fromkeys(stages))), \
+            _launch_operators(cap, ops_domain) as marked:
+        cap.launches()
+        node = "graphNodeId" in cap.columns(KERNEL_TABLE)
+        rows = cap.conn.execute(q.stage_launch_calls(node)).fetchall()
+        by_call = dict(cap.conn.execute("SELECT t, min(op) FROM temp.launch_ops GROUP BY t HAVING count(*) = 1"))
+        by_node: dict[int, tuple[str, int]] = {}
+        if node and GRAPH_NODE_TABLE in cap.tables and "NVTX_EVENTS" in cap.tables:
+            names = (FIRST_OP_RANGE, OP_RANGE)
+            by_node = {n: (name, op) for n, name, op in cap.conn.execute(q.NODE_OPERATORS, names).fetchall()
+                       if name is not None}
+        names_by_id = cap.strings([r[1] for r in rows])
+    out = []
+    for stage, name, d, gx, gy, gz, bx, by, bz, graph_node, t in rows:
+        if graph_node is not None:
+            iteration, op = by_node.get(graph_node, (None, None))
+        else:
+            op = by_call.get(t)
+            iteration = marked if op is not None else None
+        out.append((stage, names_by_id.get(string_id(name)), d, f"({gx}, {gy}, {gz})", f"({bx}, {by}, {bz})",
+                    graph_node, iteration, op))
+    return pd.DataFrame(out, columns=LAUNCH_OPERATOR_COLUMNS)
 
 
 def graph_node_modules(path: str | Path, module_domain: str) -> pd.DataFrame:

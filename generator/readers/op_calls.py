@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from generator.errors import InputError
 from generator.readers.base import plain_file
 from generator.readers.inflate import chunks
-from generator.readers.nsys_sqlite import representative_launches
+from generator.readers.nsys_sqlite import launch_operators, representative_launches
 from generator.run_layout import (
     CALLS_COLUMNS,
     CALLS_CSV,
@@ -123,12 +123,43 @@ JOINED_COLUMNS = ["stage", "name", "iteration", "call", "op", "m", "n", "k", "ba
                   "input_shapes", "input_dtypes", "input_strides", "grid", "block", "config_launches"]
 
 
+#: what :func:`run_calls` gives per kernel launch of the stages: nsys_sqlite.LAUNCH_OPERATOR_COLUMNS
+#: and the columns of its call (NaN where no call made it)
+LAUNCH_CALL_COLUMNS = ["stage", "name", "duration_ns", "grid", "block", "node", "iteration", "call", "op", "m", "n",
+                       "k", "batch", "flop", "ideal_bytes", "input_shapes", "input_dtypes", "input_strides"]
+
+
 def run_op_calls(path: Path, sqlite: Path, stages: Sequence[str], names: Sequence[str]) -> pd.DataFrame:
     """Per (stage, kernel) of ``names`` the call that made its representative launch (the one ncu
     profiled): JOINED_COLUMNS."""
+    return run_calls(path, sqlite, stages, names)[0]
+
+
+def run_calls(path: Path, sqlite: Path, stages: Sequence[str],
+              names: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`run_op_calls`, and every launch of the stages with the call that made it
+    (LAUNCH_CALL_COLUMNS: each launch's own call, the marked iteration's, CUDA graph nodes included)."""
     calls = read_op_calls(path).drop_duplicates(["iteration", "call"])
     with plain_file(sqlite) as plain:
         launches = representative_launches(plain, stages, names, MODULE_NVTX_DOMAIN, OPS_NVTX_DOMAIN)
+        every = launch_operators(plain, stages, OPS_NVTX_DOMAIN)
+    every = every.rename(columns={"marked": "iteration", "operator": "call"})
+    every["call"] = pd.to_numeric(every["call"], errors="coerce")
+    per_launch = every.merge(calls.drop(columns=["stage", "output_shapes"], errors="ignore"),
+                             on=["iteration", "call"], how="left")
+    return _representative(launches, every, calls), per_launch[LAUNCH_CALL_COLUMNS]
+
+
+def _representative(launches: pd.DataFrame, every: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """JOINED_COLUMNS of the representative ``launches`` whose operator call ``calls`` holds; a CUDA
+    graph node's call is that of the same launch in ``every`` (the first of its configuration)."""
+    first = every.drop_duplicates(["stage", "name", "grid", "block"])[["stage", "name", "grid", "block", "iteration",
+                                                                       "call"]]
+    launches = launches.merge(first, on=["stage", "name", "grid", "block"], how="left")
+    missing = launches["operator"].isna()
+    launches.loc[missing, "marked"] = launches.loc[missing, "iteration"]
+    launches.loc[missing, "operator"] = launches.loc[missing, "call"]
+    launches = launches.drop(columns=["iteration", "call"])
     launches = launches.dropna(subset=["operator"]).astype({"operator": "int64"})
     joined = launches[["stage", "name", "marked", "operator", "grid", "block", "config_launches"]].merge(
         calls.drop(columns="stage"), left_on=["marked", "operator"], right_on=["iteration", "call"])

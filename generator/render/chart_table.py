@@ -33,8 +33,18 @@ class ChartEntry:
     title: str | None = None  # word key of a heading above it
 
 
+def _stage_floor(result: VersionResult, t: ch.Translate) -> alt.TopLevelMixin | None:
+    """Each measured stage's kernel time against the sum of its launches' floors."""
+    frame = result.values.get("stage_decomposition")
+    if frame is None or not len(frame) or "floor_ns" not in frame or not (frame["floor_ns"] > 0).any():
+        return None
+    return ch.stage_floor_chart(frame, {s: s for s in frame["stage"]}, t)
+
+
 #: The table of charts placed by entry (in page order within a page).
-CHARTS: list[ChartEntry] = []
+CHARTS: list[ChartEntry] = [
+    ChartEntry("stage-floor", "index", "floors.chart_alt", _stage_floor, "floors.chart_title"),
+]
 
 
 def entries_on(page: str) -> list[ChartEntry]:

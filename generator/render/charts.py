@@ -188,6 +188,27 @@ def stage_time_chart(chart_slug: str, libraries: pd.DataFrame, stage_labels: Map
     return Chart(chart_slug, chart_spec(chart))
 
 
+def stage_floor_chart(decomposition: pd.DataFrame, stage_labels: Mapping[str, str], t: Translate) -> alt.Chart:
+    """Horizontal bars per stage (capture order): its kernel time beside the sum of its launches'
+    floors (stage_decomposition ``floor_ns``)."""
+    order = list(stage_labels.values())
+    frame = decomposition[decomposition["stage"].isin(list(stage_labels))]
+    kinds = [t("floors.measured"), t("floors.floor")]
+    data = chart_records(pd.DataFrame({
+        "stage": [stage_labels[s] for s in frame["stage"] for _ in kinds],
+        "kind": kinds * len(frame),
+        "ms": [v / 1e6 for a, b in zip(frame["kernel_ns"], frame["floor_ns"]) for v in (float(a), float(b))],
+    }))
+    return _base(data).mark_bar().encode(
+        y=alt.Y("stage:N", sort=order, title=None),
+        yOffset=alt.YOffset("kind:N", sort=kinds),
+        x=alt.X("ms:Q", title=t("charts.gpu_time_ms")),
+        color=alt.Color("kind:N", sort=kinds, title=None),
+        tooltip=[alt.Tooltip("stage:N", title=t("columns.stage")), alt.Tooltip("kind:N", title=None),
+                 alt.Tooltip("ms:Q", title=t("columns.total_ms"), format=",.3f")],
+    ).properties(height=max(80, 50 * len(order)))
+
+
 def histogram_charts(datasets: Mapping[str, tuple[pd.DataFrame, str]], t: Translate) -> dict[str, Chart]:
     """Histograms (slug → (values, axis title)) built of one stacked cell per kernel, so each
     cell carries that kernel's tooltip. One Altair spec is built and filled per dataset."""

@@ -21,7 +21,7 @@ from generator.analyses.modules import OUTSIDE
 from generator.analyses.projection import KEEP_PCT
 from generator.analyses.result import Finding, VersionResult
 from generator.analyses.setup import SOFTWARE, setup_facts, workload_setup
-from generator.analyses.stage_decomposition import LIMITERS
+from generator.analyses.stage_decomposition import GAP_CAUSES, LIMITERS
 from generator.metric_table import DISPLAY
 from generator.model import ALL_STAGES, ReportMeta
 from generator.render import charts as ch
@@ -142,10 +142,20 @@ def _longest_backticks(text: str) -> int:
 
 
 def largest_savings(findings: list[Finding], limit: int = SAVINGS_MAX) -> list[Finding]:
-    """The findings with the largest saving that no other finding claims (Bound.exclusive_saving_ns),
-    largest first (ties in the findings' order), at most ``limit``."""
-    saving = [f for f in findings if f.bound is not None and not f.abstained and f.bound.exclusive_saving_ns > 0]
+    """The findings with the largest saving of GPU kernel time that no other finding claims
+    (Bound.exclusive_saving_ns, the lower end of a range), largest first (ties in the findings'
+    order), at most ``limit``: the GPU's savings only (:func:`host_savings` are the harness's)."""
+    saving = [f for f in findings if f.bound is not None and not f.abstained and f.bound.exclusive_saving_ns > 0
+              and f.bound.basis != "span"]
     return sorted(saving, key=lambda f: -f.bound.exclusive_saving_ns)[:limit]  # type: ignore[union-attr]
+
+
+def host_savings(findings: list[Finding]) -> list[Finding]:
+    """The findings bounding host gaps (span time no kernel runs in: the harness's, not the GPU's),
+    largest first: listed on their own, never ranked with the GPU's savings."""
+    gaps = [f for f in findings if f.bound is not None and not f.abstained and f.bound.exclusive_saving_ns > 0
+            and f.bound.basis == "span"]
+    return sorted(gaps, key=lambda f: -f.bound.exclusive_saving_ns)  # type: ignore[union-attr]
 
 
 def finding_anchor(finding: Finding) -> str:
@@ -317,7 +327,9 @@ def _context(result: VersionResult, report: ReportMeta, lang: str, charts: dict[
         "commands": shown_commands(manifest, t("setup.regex_length")),
         "decomposition": rows(result.values.get("stage_decomposition")),
         "limiters": LIMITERS,
+        "gap_causes": GAP_CAUSES,
         "largest_savings": largest_savings(result.findings),
+        "host_savings": host_savings(result.findings),
         "finding_anchor": finding_anchor,
         "headline": lambda finding: headline(render_finding(finding, lang)),
         "kernels_yaml": result.kernels_yaml,

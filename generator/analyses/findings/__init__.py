@@ -10,6 +10,7 @@ Findings are grouped by stage (capture order, the whole capture first), hardware
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -99,8 +100,24 @@ def find(inputs: FindingInputs) -> list[Finding]:
     return add_up(sorted((f for rule in RULES for f in rule(inputs)), key=lambda f: order_key(f, stages)))
 
 
-def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, inputs: VersionInputs,
-                     names: dict[str, Any], peaks: Peaks, settings: AnalysisSettings,
+def fp32_calls(op_calls: pd.DataFrame | None) -> frozenset[tuple[str, str]]:
+    """(stage, kernel) whose profiled launch's call (readers.op_calls.JOINED_COLUMNS) has float32 as
+    every floating-point input: FP32 by the model's request, not a fallback."""
+    if op_calls is None or not len(op_calls):
+        return frozenset()
+    found = set()
+    for stage, name, dtypes in zip(op_calls["stage"], op_calls["name"], op_calls["input_dtypes"]):
+        try:
+            floats = [d for d in json.loads(dtypes) if "float" in str(d).lower() or "half" in str(d).lower()]
+        except (TypeError, ValueError):
+            continue
+        if floats and all(str(d).lower() in ("float32", "float") for d in floats):
+            found.add((stage, name))
+    return frozenset(found)
+
+
+def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, launch_floors: pd.DataFrame,
+                     inputs: VersionInputs, names: dict[str, Any], peaks: Peaks, settings: AnalysisSettings,
                      ranks: pd.DataFrame | None = None, rank_overview: dict | None = None) -> list[Finding]:
     """:func:`find` over the version: its summary, classified kernels with their useful work, GPU
     timeline, API calls and run parameters (data/findings.json is written from it with the rendered
@@ -113,7 +130,8 @@ def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, input
                               inputs.timeline, params, settings.top_n,
                               generated_tokens(inputs.manifest),
                               l2 if isinstance(l2, int) and not isinstance(l2, bool) and l2 > 0 else None,
-                              setup.get("energy"), ranks, rank_overview))
+                              setup.get("energy"), ranks, rank_overview, launch_floors,
+                              fp32_calls(inputs.op_calls)))
 
 
 ANALYSES = [Analysis("findings", version_findings)]

@@ -37,6 +37,6 @@ def attention(inputs: FindingInputs) -> list[Finding]:
                     "not_attention_us": (us(float(other["total_ns"].sum())), "µs")}
         profiled = inputs.profiled(stage)
         measured = profiled[profiled["name"].isin(hit["name"])] if len(profiled) else profiled
-        bound = floor_bound(inputs.with_floor_columns(hit, stage), stage_ns, inputs.total_ns, inputs)
+        bound = floor_bound(hit, stage_ns, inputs.total_ns, inputs)
         found.append(make("attention", stage, evidence, hit, bound, "high" if len(measured) else "medium"))
     return found

@@ -9,20 +9,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
 
-from generator.analyses.floors import datapath, launch_floor
+from generator.analyses.launch_floors import measured_rows, summary_floors
 from generator.analyses.result import Bound, Finding
 from generator.analyses.roofline import Peaks
 from generator.model import ALL_STAGES, GpuInfo, whole_graphs
 
 MIN_STAGE_SHARE_PCT = 1.0  # a stage below this share of all GPU time gets no per-stage finding
 MIN_KERNEL_STAGE_PCT = 1.0  # a kernel below this share of its stage is not named on its own
-#: per-launch columns a kernel's floor reads (useful work from shapes where known, ncu's counters, and
-#: how many of the stage's launches the shapes describe)
-FLOOR_COLUMNS = ("useful_flop", "ideal_bytes", "flop_tensor", "flop_fp32", "dram_bytes", "shape_launches")
 
 
 @dataclass(frozen=True)
@@ -48,6 +46,11 @@ class FindingInputs:
     #: (analyses.collectives.rank_overview); None for one GPU
     ranks: pd.DataFrame | None = None
     rank_overview: dict[str, Any] | None = None
+    #: every launch group's floor (launch_floors.LAUNCH_FLOOR_COLUMNS); None: from the summary and
+    #: ``kernels`` (launch_floors.summary_floors)
+    floors: pd.DataFrame | None = None
+    #: (stage, kernel) whose profiled launch's operator call asked for FP32 (every floating input float32)
+    fp32_calls: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def stages(self) -> list[str]:
@@ -90,32 +93,18 @@ class FindingInputs:
         total = self.total_ns
         return [s for s in self.stages if total and 100.0 * self.stage_ns(s) / total >= MIN_STAGE_SHARE_PCT]
 
-    def with_floor_columns(self, rows: pd.DataFrame, stage: str) -> pd.DataFrame:
-        """nsys summary ``rows`` of ``stage`` with the profiled columns a floor reads (NaN where the
-        kernel was not profiled: its floor is then the shortest kernel)."""
-        profiled = self.profiled(stage)
-        columns = [c for c in FLOOR_COLUMNS if len(profiled) and c in profiled]
-        extra = profiled[["name", *columns]].drop_duplicates("name") if columns else None
-        return rows.merge(extra, on="name", how="left") if extra is not None else rows
-
     @property
     def shortest_ns(self) -> float:
         """The shortest kernel the GPU ran in the capture (any stage), 0 when no duration is known."""
         shortest = pd.to_numeric(self.summary["min_ns"], errors="coerce").min() if len(self.summary) else math.nan
         return 0.0 if pd.isna(shortest) else float(shortest)
 
-    def kernel_floor(self, row: pd.Series) -> tuple[float, str]:
-        """(floor ns, basis) of one launch of a kernel row: useful FLOP and ideal bytes per launch
-        where its shapes are known (``useful_flop``, ``ideal_bytes``), else ncu's DRAM bytes; FLOP
-        against the datapath that could run them (floors.datapath)."""
-        def value(column: str) -> float:
-            v = pd.to_numeric(row.get(column), errors="coerce")
-            return math.nan if v is None or pd.isna(v) else float(v)
-
-        path = datapath(value("flop_tensor"), value("flop_fp32"))
-        return launch_floor(self.shortest_ns, useful_flop=value("useful_flop"),
-                            flop_per_s=self.peaks.flop_per_s.get(path), ideal_bytes=value("ideal_bytes"),
-                            dram_bytes=value("dram_bytes"), dram_bytes_per_s=self.peaks.dram_bytes_per_s)
+    @cached_property
+    def launch_groups(self) -> pd.DataFrame:
+        """Every launch group's floor (:attr:`floors`, else launch_floors.summary_floors)."""
+        if self.floors is not None:
+            return self.floors
+        return summary_floors(measured_rows(self.summary), self.kernels, self.peaks, self.shortest_ns)
 
     @property
     def gpu_arch(self) -> int | None:
@@ -131,27 +120,30 @@ def column(rows: pd.DataFrame, name: str) -> pd.Series:
 
 
 def floor_bound(rows: pd.DataFrame, stage_ns: float, total_ns: float, inputs: FindingInputs) -> Bound:
-    """Bound over kernel rows (``total_ns`` and ``count`` in the stage): each launch can at most
-    reach its physical floor (floors.launch_floor), so the saving is Σ (measured − floor) over launches;
-    rows without a time are affected but not saved. Where the shapes describe only some launches (the
-    profiled launch's configuration, ``shape_launches``) the others' floor is the shortest kernel.
-    ``floor_basis`` is the term that sets most of the floor time."""
+    """Bound over kernel rows (``name`` and ``total_ns`` in one stage): each launch can at most reach
+    its own floor (launch_floors), so the saving is Σ(measured − floor) over the launch groups of those
+    kernels, the lower end where a floor is a range (``saving_hi_ns`` the upper end). ``kernels``
+    lists every group; ``floor_basis`` is the term that sets most of the floor time."""
     affected = float(rows["total_ns"].sum()) if len(rows) else 0.0
-    parts, basis_ns = [], {}
-    for _, row in rows.iterrows():
-        if pd.isna(row["total_ns"]) or pd.isna(row.get("count")):
-            continue
-        floor, basis = inputs.kernel_floor(row)
-        count = float(row["count"])
-        described = pd.to_numeric(row.get("shape_launches"), errors="coerce")
-        described = count if described is None or pd.isna(described) else min(float(described), count)
-        floor_total = floor * described + max(inputs.shortest_ns, 0.0) * (count - described)
-        parts.append((str(row["name"]), max(float(row["total_ns"]) - floor_total, 0.0)))
-        basis_ns[basis] = basis_ns.get(basis, 0.0) + floor_total
-    saving = sum(s for _, s in parts)
+    groups = inputs.launch_groups
+    stages = set(rows["stage"]) if "stage" in rows and len(rows) else set()
+    mine = groups[groups["stage"].isin(stages) & groups["name"].isin(set(rows["name"]))] if len(groups) else groups
+    kernels, parts, basis_ns = [], {}, {}
+    saving = saving_hi = 0.0
+    for g in mine.to_dict("records"):
+        low, high = float(g["measured_ns"]) - float(g["floor_hi_ns"]), float(g["measured_ns"]) - float(g["floor_ns"])
+        saving, saving_hi = saving + low, saving_hi + high
+        parts[str(g["name"])] = parts.get(str(g["name"]), 0.0) + low
+        basis_ns[g["basis"]] = basis_ns.get(g["basis"], 0.0) + float(g["floor_ns"])
+        kernels.append({"name": str(g["name"]), "stage": g["stage"], "shape": g["shape"], "source": g["source"],
+                        "launches": int(g["launches"]), "measured_ns": round(float(g["measured_ns"])),
+                        "floor_ns": round(float(g["floor_hi_ns"])), "floor_lo_ns": round(float(g["floor_ns"])),
+                        "basis": g["basis"]})
     headroom = affected / (affected - saving) if affected > saving else None
     floor_basis = max(basis_ns, key=lambda b: basis_ns[b]) if basis_ns else ""
-    return Bound(affected, stage_ns, total_ns, saving, headroom, floor_basis=floor_basis, parts=tuple(parts))
+    return Bound(affected, stage_ns, total_ns, saving, headroom, floor_basis=floor_basis,
+                 parts=tuple(parts.items()), saving_hi_ns=saving_hi if saving_hi > saving + 0.5 else None,
+                 kernels=tuple(kernels))
 
 
 def removal_bound(affected_ns: float, stage_ns: float, total_ns: float, basis: str = "span") -> Bound:

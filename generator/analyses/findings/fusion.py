@@ -36,7 +36,7 @@ def fusion(inputs: FindingInputs) -> list[Finding]:
             part = hit[hit["category"].isin(categories)]
             evidence[f"{group}_pct"] = (share(float(part["total_ns"].sum()), stage_ns), "%")
         named = hit[100.0 * hit["total_ns"] / stage_ns >= MIN_KERNEL_STAGE_PCT].head(NAMED_KERNELS)
-        bound = floor_bound(inputs.with_floor_columns(hit, stage), stage_ns, inputs.total_ns, inputs)
+        bound = floor_bound(hit, stage_ns, inputs.total_ns, inputs)
         evidence["saving_ms"] = (ms(bound.saving_ns), "ms")
         found.append(make("fusion", stage, evidence, named, bound, "medium"))
     return found

@@ -38,6 +38,8 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
                     "sm_pct": (r(row["sm_throughput_pct"], 1), "%"),
                     "flop_per_byte": (r(row["arithmetic_intensity"], 1), "FLOP/byte"),
                     "stage_pct": (share(row["total_ns"], stage_ns), "%")}
+        if (row["stage"], row["name"]) in inputs.fp32_calls:  # the operator asked for FP32: no fallback
+            evidence["requested"] = (True, "")
         if ratio:
             evidence["peak_fp32_t"] = (r(peak32 / 1e12, 1), "TFLOP/s")
             evidence["peak_tensor_t"] = (r(peak_tc / 1e12, 1), "TFLOP/s")
@@ -46,7 +48,7 @@ def precision_fallback(inputs: FindingInputs) -> list[Finding]:
         basis = floor.floor_basis if floor.saving_ns < saving else ""
         saving = min(saving, floor.saving_ns)
         bound = Bound(float(row["total_ns"]), stage_ns, inputs.total_ns, saving, 1.0 / ratio if ratio else None,
-                      floor_basis=basis, parts=((str(row["name"]), saving),))
+                      floor_basis=basis, parts=((str(row["name"]), saving),), kernels=floor.kernels)
         found.append(make("precision_fallback", row["stage"], evidence, hit.loc[[row.name]], bound, "high"))
     return found
 

@@ -63,7 +63,7 @@ def few_kernels(inputs: FindingInputs) -> list[Finding]:
             evidence[f"k{i}.us"] = (us(row["total_ns"]), "µs")
             evidence[f"k{i}.pct"] = (share(row["total_ns"], stage_ns), "%")
             evidence[f"k{i}.launches"] = (int(row["count"]), "launches")
-        bound = floor_bound(inputs.with_floor_columns(top, stage), stage_ns, inputs.total_ns, inputs)
+        bound = floor_bound(top, stage_ns, inputs.total_ns, inputs)
         evidence["saving_us"] = (us(bound.saving_ns), "µs")
         confidence = "high" if len(measured) == len(top) else "medium"
         found.append(make("few_kernels", stage, evidence, top, bound, confidence))
