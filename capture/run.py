@@ -63,6 +63,7 @@ class RunConfig:
     all_launch_configs: bool = False  # every launch configuration in every stage, not one launch per (kernel, stage)
     overhead_runs: int = OVERHEAD_RUNS  # iterations timed with and without module ranges during the nsys pass
     python: str = field(default_factory=lambda: sys.executable)
+    probe_chip: bool = False  # run the chip probe first and record its figures in the manifest
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "run_dir", self.run_dir.absolute())
@@ -379,8 +380,24 @@ def _fidelity_phase(lay: cmd.RunLayout, stages: list[str], repeated: bool, man: 
         return None
 
 
+def _probe_chip(cfg: RunConfig, man: Manifest) -> None:
+    """``python -m capture.chip_probe`` in the workload's interpreter into the run directory; the
+    manifest's ``chip_probe`` holds its figures (probe_math.figures) and the file's name."""
+    from capture.probe_math import figures
+
+    out = cfg.run_dir / "chip-probe.yaml"
+    argv = [cfg.python, "-m", "capture.chip_probe", "--out", str(out)]
+    with man.phase("chip_probe", [argv]):
+        _tool("chip_probe", argv, cfg.layout)
+        raw = json.loads(out.with_suffix(".raw.json").read_text())
+        man.set(chip_probe={"file": out.name, "device": raw.get("device"), "figures": figures(raw)})
+
+
 def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress: Progress) -> None:
     lay = cfg.layout
+    if cfg.probe_chip:
+        progress("chip probe: measuring the GPU (about a minute)")
+        _probe_chip(cfg, man)
     progress("nsys: profiling the workload")
     lay.nsys_rep.parent.mkdir()
     with man.phase("nsys_profile", [cmd.nsys_profile(nsys, lay, cfg.worker(lay.stages_json))]):
