@@ -26,6 +26,9 @@ MiB = 1 << 20
 REPEATS, WARMUP = 15, 3
 #: GEMM side for the tensor and FP32 peaks
 GEMM_N = 8192
+#: repeats of the arithmetic peaks, after WARM_S seconds of the same work
+PEAK_REPEATS, WARM_S = 30, 0.5
+_PEAK = f"best of {PEAK_REPEATS} after {WARM_S} s of warm-up; SM clock by NVML"
 
 
 def _say(text: str) -> None:
@@ -86,11 +89,17 @@ class Clocks:
 
 
 def time_events(torch, fn: Callable[[], object], repeats: int = REPEATS, warmup: int = WARMUP,
-                inner: int = 1) -> list[float]:
-    """Seconds per call of ``fn``: each repeat times ``inner`` calls between two CUDA events."""
+                inner: int = 1, warm_s: float = 0.0) -> list[float]:
+    """Seconds per call of ``fn``: each repeat times ``inner`` calls between two CUDA events, after
+    ``warmup`` calls and then more until ``warm_s`` seconds have passed (clocks settle under load)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    began = time.monotonic()
+    while time.monotonic() - began < warm_s:
+        for _ in range(4):
+            fn()
+        torch.cuda.synchronize()
     out = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -161,7 +170,11 @@ def _kernels():
             d = d * 0.9999 + 0.0001
         tl.store(out_ptr + offs, a + b + c + d)
 
-    return read_sweep, fma_chain
+    @triton.jit
+    def empty(x_ptr):
+        pass
+
+    return read_sweep, fma_chain, empty
 
 
 def dram(torch, dev, budget_bytes: int) -> list[dict]:
@@ -223,13 +236,13 @@ def tensor(torch, dev, clocks: Clocks) -> list[dict]:
         def body() -> dict:
             a = torch.randn(n, n, device=dev, dtype=torch.float32).to(dtype)
             b = torch.randn(n, n, device=dev, dtype=torch.float32).to(dtype)
-            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b, repeats=REPEATS, warmup=5))
+            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b, repeats=PEAK_REPEATS, warm_s=WARM_S))
             return {"flop": flop, "samples": rate(flop, secs, 1e12), "unit": "TFLOP/s", **seen}
         return body
 
     for name, dtype in (("tensor_bf16", torch.bfloat16), ("tensor_fp16", torch.float16)):
         records.append(_record(name, f"{n}×{n}×{n} {name[7:]} matrix product on random data (torch @, cuBLAS), "
-                                     f"2·N³ FLOP over CUDA-event time, best of {REPEATS}; SM clock by NVML", gemm(dtype)))
+                                     f"2·N³ FLOP over CUDA-event time, {_PEAK}", gemm(dtype)))
 
     def tf32() -> dict:
         before = torch.backends.cuda.matmul.allow_tf32
@@ -240,7 +253,7 @@ def tensor(torch, dev, clocks: Clocks) -> list[dict]:
             torch.backends.cuda.matmul.allow_tf32 = before
 
     records.append(_record("tensor_tf32", f"{n}×{n}×{n} fp32 matrix product with TF32 allowed (torch @, cuBLAS), "
-                                          f"2·N³ FLOP over CUDA-event time, best of {REPEATS}; SM clock by NVML", tf32))
+                                          f"2·N³ FLOP over CUDA-event time, {_PEAK}", tf32))
     fp8 = getattr(torch, "float8_e4m3fn", None)
     major = torch.cuda.get_device_capability(dev)[0]
 
@@ -250,11 +263,11 @@ def tensor(torch, dev, clocks: Clocks) -> list[dict]:
         one = torch.ones((), device=dev)
         secs, seen = clocks.sample(lambda: time_events(
             torch, lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
-            repeats=REPEATS, warmup=5))
+            repeats=PEAK_REPEATS, warm_s=WARM_S))
         return {"flop": flop, "samples": rate(flop, secs, 1e12), "unit": "TFLOP/s", **seen}
 
     records.append(_record("tensor_fp8", f"{n}×{n}×{n} fp8 e4m3 matrix product, bf16 out (torch._scaled_mm), "
-                                         f"2·N³ FLOP over CUDA-event time, best of {REPEATS}; SM clock by NVML", scaled,
+                                         f"2·N³ FLOP over CUDA-event time, {_PEAK}", scaled,
                            None if fp8 is not None and major >= 9 else "no FP8 tensor path (needs sm_89+ and torch FP8)"))
     return records
 
@@ -267,7 +280,8 @@ def fp32(torch, dev, sm_count: int, clocks: Clocks, kernels) -> list[dict]:
     def fma() -> dict:
         out = torch.empty(programs * block, device=dev)
         secs, seen = clocks.sample(lambda: time_events(
-            torch, lambda: kernels[1][(programs,)](out, iters, BLOCK=block, num_warps=4)))
+            torch, lambda: kernels[1][(programs,)](out, iters, BLOCK=block, num_warps=4), repeats=PEAK_REPEATS,
+            warm_s=WARM_S))
         return {"flop": flop, "samples": rate(flop, secs, 1e12), "unit": "TFLOP/s", **seen}
 
     def sgemm() -> dict:
@@ -276,42 +290,53 @@ def fp32(torch, dev, sm_count: int, clocks: Clocks, kernels) -> list[dict]:
         try:
             n = 4096
             a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
-            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b))
+            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b, repeats=PEAK_REPEATS, warm_s=WARM_S))
             return {"flop": 2.0 * n ** 3, "samples": rate(2.0 * n ** 3, secs, 1e12), "unit": "TFLOP/s", **seen}
         finally:
             torch.backends.cuda.matmul.allow_tf32 = before
 
     return [
         _record("fp32_fma", f"Triton kernel of 4 independent FMA chains × {iters} per element, {programs} programs × "
-                            f"{block}; 2 FLOP per FMA over CUDA-event time, best of {REPEATS}", fma,
+                            f"{block}; 2 FLOP per FMA over CUDA-event time, best of {PEAK_REPEATS} after {WARM_S} s of warm-up", fma,
                 None if kernels else "Triton is not installed"),
         _record("fp32_sgemm", f"4096³ fp32 matrix product with TF32 off (cuBLAS SGEMM on the FMA units), "
-                              f"best of {REPEATS}", sgemm),
+                              f"best of {PEAK_REPEATS} after {WARM_S} s of warm-up", sgemm),
     ]
 
 
-def launch(torch, dev) -> list[dict]:
+def launch(torch, dev, kernels) -> list[dict]:
     x = torch.zeros(1, device=dev)
     count = 2000
+    tiny = {"one-element add (torch)": lambda: x.add_(1.0), "torch.cuda._sleep(0)": lambda: torch.cuda._sleep(0)}
+    if kernels:
+        tiny["empty Triton kernel"] = lambda: kernels[2][(1,)](x)
 
     def shortest() -> dict:
         from torch.profiler import ProfilerActivity, profile
 
-        for _ in range(50):
-            x.add_(1.0)
+        for launch_one in tiny.values():
+            for _ in range(50):
+                launch_one()
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(count):
-                x.add_(1.0)
+            for launch_one in tiny.values():
+                for _ in range(count):
+                    launch_one()
             torch.cuda.synchronize()
-        spans = sorted((e.time_range.start, e.time_range.elapsed_us()) for e in prof.events()
-                       if str(e.device_type).endswith("CUDA") and "elementwise" in e.name.lower())
+        spans: dict[str, list[tuple[float, float]]] = {}
+        for e in prof.events():
+            if str(e.device_type).endswith("CUDA") and e.time_range.elapsed_us() > 0:
+                spans.setdefault(e.name, []).append((e.time_range.start, e.time_range.elapsed_us()))
         if not spans:
             raise RuntimeError("the profiler recorded no kernel")
-        starts, durations = [s for s, _ in spans], [d for _, d in spans]
-        gaps = [b - a - d for a, b, d in zip(starts, starts[1:], durations)]
-        return {"samples": durations, "gap_median_us": sorted(gaps)[len(gaps) // 2] if gaps else None,
-                "unit": "µs", "higher_is_better": False, "kernels": len(durations)}
+        per = {name: sorted(d for _, d in found) for name, found in spans.items()}
+        name = min(per, key=lambda k: (per[k][len(per[k]) // 2], k))  # the kernel of the shortest median
+        ordered = sorted(spans[name])
+        gaps = [b[0] - a[0] - a[1] for a, b in zip(ordered, ordered[1:])]
+        return {"samples": per[name], "kernel": name, "unit": "µs", "higher_is_better": False,
+                "shortest_by_kernel": {k: v[0] for k, v in per.items()},
+                "median_by_kernel": {k: v[len(v) // 2] for k, v in per.items()},
+                "gap_median_us": sorted(gaps)[len(gaps) // 2] if gaps else None}
 
     def graph_gap() -> dict:
         per = 1000
@@ -335,8 +360,9 @@ def launch(torch, dev) -> list[dict]:
                 "launches_per_repeat": count, "note": "host-bound: the harness's eager launch rate, not a chip fact"}
 
     return [
-        _record("launch_shortest", f"duration of a one-element add kernel, {count} eager launches timed by CUPTI "
-                                   "(torch.profiler, as nsys times kernels); shortest", shortest),
+        _record("launch_shortest", f"duration of the shortest of {', '.join(tiny)}, {count} eager launches each "
+                                   "timed by CUPTI (torch.profiler, as nsys times kernels); the kernel of the "
+                                   "shortest median, its shortest launch", shortest),
         _record("launch_gap_graph", "start-to-start interval of one-element add kernels back to back in a CUDA graph "
                                     "of 1000, CUDA events over each replay; shortest", graph_gap),
         _record("launch_gap_eager", f"start-to-start interval of {count} eager one-element adds (host-bound), "
@@ -428,7 +454,7 @@ def probe(only: set[str] | None = None) -> dict:
         "l2": lambda: [l2_sweep(torch, dev, props.L2_cache_size, props.multi_processor_count, kernels)],
         "tensor": lambda: tensor(torch, dev, clocks),
         "fp32": lambda: fp32(torch, dev, props.multi_processor_count, clocks, kernels),
-        "launch": lambda: launch(torch, dev),
+        "launch": lambda: launch(torch, dev, kernels),
         "multi": lambda: multi_gpu(torch, raw["gpus"]),
     }
     for name, step in steps.items():

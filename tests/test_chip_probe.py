@@ -1,0 +1,113 @@
+"""The chip probe's arithmetic (capture/probe_math.py) on the raw records of real probe runs
+(tests/data/chip-probe/: `python -m capture chip-probe` on the lent H100 and H200, 2026-12-07), and
+the chip files written from them (generator/chips/*-measured.yaml) against the datasheet files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from capture import probe_math as pm
+from generator.analyses import projection as proj
+from generator.pipeline.chips import CHIPS_DIR, load_chip, shipped, shipped_measured
+
+DATA = Path(__file__).resolve().parent / "data" / "chip-probe"
+
+
+def _raw(name: str) -> dict:
+    return json.loads((DATA / f"{name}.raw.json").read_text())
+
+
+def _record(raw: dict, name: str) -> dict:
+    return next(r for r in raw["records"] if r["name"] == name)
+
+
+def test_summary_is_best_median_and_the_p10_p90_spread() -> None:
+    stats = pm.summarize([100.0, 98.0, 99.0, 97.0, 101.0, 96.0, 100.5, 99.5, 98.5, 97.5, 95.0])
+    assert stats["best"] == 101.0 and stats["median"] == 98.5 and stats["repeats"] == 11
+    assert stats["spread_pct"] == pytest.approx((100.5 - 96.0) * 100 / 98.5)  # p90 and p10, interpolated
+    assert pm.summarize([1.2, 1.1, 1.3], higher_is_better=False)["best"] == 1.1
+    assert pm.summarize([float("nan")])["repeats"] == 0
+
+
+def test_nccl_tests_bus_bandwidth() -> None:
+    alg, bus = pm.busbw(1 << 30, 0.01, 8)
+    assert alg == pytest.approx(107.374, rel=1e-4) and bus == pytest.approx(alg * 1.75)  # 2(n−1)/n
+    assert pm.busbw(1 << 30, 0.01, 2)[1] == pytest.approx(alg)  # two ranks: factor 1
+
+
+def test_h100_figures_against_its_datasheet() -> None:
+    """The acceptance bounds of issue 48 on the H100 probe: DRAM 80–100 % of 3,350 GB/s; dense
+    BF16 50–100 % of 989 TFLOP/s; DRAM and FP16/FP8 repeat spreads ≤ 3 %."""
+    found = pm.figures(_raw("h100-sxm"))
+    dram = found["dram_bandwidth_gbps"]
+    assert dram["record"] == "dram_read" and dram["also"]["record"] == "dram_copy"  # the larger of the two
+    assert round(dram["value"]) == 3075 and round(dram["also"]["value"]) == 3012
+    assert 0.80 <= dram["value"] / 3350 <= 1.0 and dram["spread_pct"] <= 3
+    bf16 = found["tensor_bf16_tflops"]
+    assert round(bf16["value"], 1) == 770.3 and 0.5 <= bf16["value"] / 989.4 <= 1.0
+    assert bf16["clock_mhz"] == 1980.0  # NVML, during the products
+    assert found["tensor_fp16_tflops"]["spread_pct"] <= 3 and found["tensor_fp8_tflops"]["spread_pct"] <= 3
+    assert bf16["spread_pct"] > 3  # the first of 15 repeats ran at 706: the probe now warms up 0.5 s first
+    assert round(found["fp32_tflops"]["value"], 1) == 56.0 and found["fp32_tflops"]["record"] == "fp32_fma"
+
+
+def test_h100_l2_knee_is_the_driver_l2_size() -> None:
+    """The read bandwidth holds about 7 TB/s up to 43 MiB and falls to the DRAM level past 50 MiB:
+    the knee lies within 5 % of the 50 MiB the driver reports."""
+    raw = _raw("h100-sxm")
+    rec = _record(raw, "l2_read")
+    best = [max(s) for s in rec["samples_by_size"]]
+    found = pm.knee(rec["sizes"], best)
+    assert round(found["plateau"]) == 7119 and round(found["dram_level"]) == 2993
+    assert found["knee_bytes"] == pytest.approx(raw["device"]["l2_bytes"], rel=0.05)
+    assert pm.knee([1, 2], [5, 4])["knee_bytes"] != pm.knee([1, 2], [5, 4])["knee_bytes"]  # too few sets: NaN
+
+
+def test_h100_launch_floor_against_the_captures() -> None:
+    """The probe's shortest kernel (CUPTI, as nsys times kernels) lies between the shortest kernel of
+    the H100 capture (examples/runs/ocr-vlm-sdpa-v2: 896 ns, an arange) and its 5th percentile of
+    per-kernel shortest launches (1,056 ns); the graph interval is longer than the kernel."""
+    found = pm.figures(_raw("h100-sxm"))
+    assert 0.896 <= found["launch_latency_us"]["value"] <= 1.2
+    assert found["launch_gap_us"]["value"] > found["launch_latency_us"]["value"]
+
+
+def test_repeat_run_agrees_within_three_percent() -> None:
+    """A second probe on the same machine a minute later: every figure within 3 % but the graph's
+    launch interval (1.368 then 1.326 µs, 3.1 % apart)."""
+    first, again = pm.figures(_raw("h100-sxm")), pm.figures(_raw("h100-sxm-again"))
+    for key in ("dram_bandwidth_gbps", "tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_fp8_tflops",
+                "tensor_tf32_tflops", "fp32_tflops", "launch_latency_us"):
+        assert again[key]["value"] == pytest.approx(first[key]["value"], rel=0.03), key
+    assert again["launch_gap_us"]["value"] == pytest.approx(first["launch_gap_us"]["value"], rel=0.035)
+
+
+def test_chip_file_of_a_probe_loads_and_names_each_source(tmp_path: Path) -> None:
+    sheet = yaml.safe_load((CHIPS_DIR / "h100-sxm.yaml").read_text())
+    data = pm.chip_file(_raw("h100-sxm"), sheet, "h100-sxm")
+    assert data["datasheet_chip"] == "h100-sxm" and data["gpu_names"] == sheet["gpu_names"]
+    path = tmp_path / "probe.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True))
+    chip = load_chip(path)
+    assert set(chip.measured) >= {"dram_bandwidth_gbps", "tensor_bf16_tflops", "launch_latency_us", "l2_mb"}
+    assert chip.figures["power_w"].source.startswith("datasheet file h100-sxm")
+    assert data["figures"]["dram_bandwidth_gbps"]["datasheet"] == 3350
+    broken = dict(data, figures={**data["figures"], "fp32_tflops": {"value": 1.0, "source": "measured"}})
+    path.write_text(yaml.safe_dump(broken, allow_unicode=True))
+    with pytest.raises(Exception, match="measured block"):
+        load_chip(path)
+
+
+def test_shipped_measured_files_attach_to_their_datasheet_chip() -> None:
+    """generator/chips/<key>-measured.yaml: the probe of that chip; the datasheet chip keeps its
+    figures (physical bounds) and carries the probe's as ``measured``."""
+    assert shipped() == ["b200", "h100-sxm", "h200", "rtx-5090"]
+    assert "h100-sxm-measured" in shipped_measured()
+    h100 = load_chip("h100-sxm")
+    assert h100.get("dram_bandwidth_gbps") == 3350 and h100.measured["dram_bandwidth_gbps"].value == 3075
+    assert load_chip("b200").measured == {}  # no probe: datasheet only, and it says so
+    source, target, used = proj.figure_basis(load_chip("b200"), h100)
+    assert used["dram_bandwidth_gbps"] == proj.DATASHEET and target.get("dram_bandwidth_gbps") == 3350
