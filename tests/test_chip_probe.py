@@ -137,3 +137,18 @@ def test_shipped_measured_files_attach_to_their_datasheet_chip() -> None:
     assert load_chip("b200").measured == {}  # no probe: datasheet only, and it says so
     source, target, used = proj.figure_basis(load_chip("b200"), h100)
     assert used["dram_bandwidth_gbps"] == proj.DATASHEET and target.get("dram_bandwidth_gbps") == 3350
+
+
+def test_a_runs_own_probe_pairs_with_the_targets_probe() -> None:
+    """A run captured with --probe-chip records probe_math.figures in its manifest (chip_probe); the
+    projection then pairs those with the target's probe file, figure by figure, and says so."""
+    manifest = {"chip_probe": {"file": "chip-probe.yaml", "figures": pm.figures(_raw("h100-a"))}}
+    source = proj.with_probe(load_chip("h200"), manifest)
+    assert source.get("dram_bandwidth_gbps") == 4800  # the datasheet figures stay
+    assert round(source.measured["tensor_bf16_tflops"].value, 1) == 770.3
+    assert source.measured["tensor_bf16_tflops"].measured["clock_mhz"] == 1980.0
+    basis, target, used = proj.figure_basis(source, load_chip("h100-sxm"))
+    assert used["dram_bandwidth_gbps"] == used["launch_latency_us"] == proj.MEASURED
+    assert used["power_w"] == used["sm_count"] == proj.DATASHEET  # the probe measures neither
+    assert round(basis.get("dram_bandwidth_gbps")) == 3075 and target.get("dram_bandwidth_gbps") == 3085
+    assert proj.with_probe(load_chip("h200"), {"chip_probe": None}).measured == {}
