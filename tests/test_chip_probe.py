@@ -152,3 +152,21 @@ def test_a_runs_own_probe_pairs_with_the_targets_probe() -> None:
     assert used["power_w"] == used["sm_count"] == proj.DATASHEET  # the probe measures neither
     assert round(basis.get("dram_bandwidth_gbps")) == 3075 and target.get("dram_bandwidth_gbps") == 3085
     assert proj.with_probe(load_chip("h200"), {"chip_probe": None}).measured == {}
+
+
+def test_probe_without_a_gpu_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a machine without CUDA (CI) nothing is measured and nothing written; the dry run of a
+    capture with --probe-chip lists the probe first."""
+    from capture import cli
+
+    assert cli.main(["chip-probe", "--out", str(tmp_path / "gpu.yaml")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "capture: nothing measured: no CUDA device (run it on the GPU to describe)"]
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "gpu.yaml").write_text("kept\n")
+    assert cli.main(["chip-probe", "--out", str(tmp_path / "gpu.yaml")]) == 2
+    assert (tmp_path / "gpu.yaml").read_text() == "kept\n" and "never overwritten" in capsys.readouterr().err
+    assert cli.main(["run", "--workload", "llm-decode", "--out", str(tmp_path), "--name", "r", "--probe-chip",
+                     "--dry-run", "--nsys", "nsys", "--ncu", "ncu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "# chip probe" and lines[2].endswith(f"-m capture.chip_probe --out {tmp_path}/r/chip-probe.yaml")
