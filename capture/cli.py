@@ -55,6 +55,8 @@ def _capture_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ncu-rank", type=int, default=0, metavar="R",
                    help="with --nproc-per-node: the rank ncu profiles while the others run unprofiled (default 0)")
     p.add_argument("--dry-run", action="store_true", help="print the exact commands and exit")
+    p.add_argument("--probe-chip", action="store_true",
+                   help="first run the chip probe (about a minute) and record its figures in the manifest")
     workload_params.add_arguments(p)
 
 
@@ -68,6 +70,7 @@ def _config(args: argparse.Namespace, run_dir: Path, params: workload_params.Par
         all_launch_configs=args.all_launch_configs,
         overhead_runs=OVERHEAD_RUNS if args.overhead_runs is None else args.overhead_runs,
         clock_control=args.clock_control, nproc_per_node=args.nproc_per_node, ncu_rank=args.ncu_rank,
+        probe_chip=args.probe_chip,
     )
 
 
@@ -142,6 +145,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from capture import chip_probe
+
+    return chip_probe.run(args)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m capture", description="Capture a workload under nsys and ncu.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -156,6 +165,14 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--grid", nargs="+", required=True, metavar="NAME=V1,V2", help="workload parameters to vary")
     sweep.add_argument("--name", help="sweep directory name (default: <workload>-sweep)")
     sweep.set_defaults(func=cmd_sweep)
+    probe = sub.add_parser("chip-probe", help="measure what the GPU at hand can do; write a chip file",
+                           description="about a minute of microbenchmarks (DRAM, L2, tensor and FP32 peaks, launch "
+                                       "floor; peer copy and all-reduce with 2+ GPUs), written as a chip file whose "
+                                       "figures are measured, beside the raw records (FILE.raw.json)")
+    from capture.chip_probe import add_arguments as probe_arguments
+
+    probe_arguments(probe)
+    probe.set_defaults(func=cmd_probe)
     lst = sub.add_parser("list-workloads", help="the preset workloads and their stages")
     lst.set_defaults(func=cmd_list)
     return p

@@ -65,6 +65,7 @@ class RunConfig:
     nproc_per_node: int = 1  # ranks under torchrun, one per GPU (1: the worker alone)
     ncu_rank: int = 0  # the rank ncu profiles when nproc_per_node > 1
     python: str = field(default_factory=lambda: sys.executable)
+    probe_chip: bool = False  # run the chip probe first and record its figures in the manifest
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "run_dir", self.run_dir.absolute())
@@ -93,6 +94,7 @@ def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[s
     lay = cfg.layout
     stages = list(cfg.stages or declared_stages(cfg.workload) or ["<stages of the nsys pass>"])
     plan = [
+        *((("chip probe", _probe_argv(cfg), None),) if cfg.probe_chip else ()),
         ("nsys profile", cmd.nsys_profile(nsys, lay, cfg.launch(cfg.worker(lay.stages_json))), None),
         ("nsys export", cmd.nsys_export(nsys, lay), None),
         ("nsys stats all", cmd.nsys_stats(nsys, lay, [cmd.NSYS_STATS_REPORT, *cmd.NSYS_EXTRA_REPORTS], "all"), None),
@@ -396,8 +398,29 @@ def _fidelity_phase(lay: cmd.RunLayout, stages: list[str], repeated: bool, man: 
         return None
 
 
+def _probe_argv(cfg: RunConfig) -> list[str]:
+    """The chip probe's command, writing chip-probe.yaml into the run directory."""
+    return [cfg.python, "-m", "capture.chip_probe", "--out", str(cfg.run_dir / "chip-probe.yaml")]
+
+
+def _probe_chip(cfg: RunConfig, man: Manifest) -> None:
+    """``python -m capture.chip_probe`` in the workload's interpreter into the run directory; the
+    manifest's ``chip_probe`` holds its figures (probe_math.figures) and the file's name."""
+    from capture.probe_math import figures
+
+    argv = _probe_argv(cfg)
+    out = Path(argv[-1])
+    with man.phase("chip_probe", [argv]):
+        _tool("chip_probe", argv, cfg.layout)
+        raw = json.loads(out.with_suffix(".raw.json").read_text())
+        man.set(chip_probe={"file": out.name, "device": raw.get("device"), "figures": figures(raw)})
+
+
 def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress: Progress) -> None:
     lay = cfg.layout
+    if cfg.probe_chip:
+        progress("chip probe: measuring the GPU (about a minute)")
+        _probe_chip(cfg, man)
     progress("nsys: profiling the workload")
     lay.nsys_rep.parent.mkdir()
     profile = cmd.nsys_profile(nsys, lay, cfg.launch(cfg.worker(lay.stages_json)))

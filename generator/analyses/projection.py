@@ -50,13 +50,35 @@ FIGURES: dict[str, str] = {
     "tensor_tf32_tflops": "dense TF32 tensor peak, TFLOP/s",
     "fp32_tflops": "FP32 (CUDA core) peak, TFLOP/s",
     "power_w": "board power, W",
+    "launch_gap_us": "back-to-back kernel interval in a CUDA graph, µs",
+    "peer_copy_gbps": "GPU-to-GPU copy bandwidth, GB/s",
+    "allreduce_busbw_gbps": "all-reduce bus bandwidth (nccl-tests), GB/s",
 }
-OPTIONAL_FIGURES = ("tensor_tf32_tflops", "power_w")
+OPTIONAL_FIGURES = ("tensor_tf32_tflops", "power_w", "launch_gap_us", "peer_copy_gbps", "allreduce_busbw_gbps")
+#: what a figure's value is: a datasheet's (or driver's, or an estimate) or the chip probe's
+MEASURED, DATASHEET = "measured", "datasheet"
 TENSOR_FIGURES = ("tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_fp8_tflops", "tensor_tf32_tflops")
 
 MODELS = ("excess", "efficiency")
 #: the model the projected figures use (docs/projection.md says why: ncu's busy fractions)
 MODEL = "excess"
+#: the kernel-level model (docs/projection.md): per launch the chip's fixed cost (its shortest kernel)
+#: plus the throughput terms of the kernel's family; ``t' = t + Δthroughput + Δshortest kernel``
+KERNEL_MODEL = "kernel"
+#: kernel family → the throughput terms its floor takes (naming.CATEGORIES grouped); communication
+#: kernels have no term the capture counts (their link bytes are not in ncu's DRAM counters): carried
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "gemm": ("gemm", "gemv", "conv", "moe"),
+    "attention": ("attention",),
+    "elementwise": ("elementwise", "triton", "other"),
+    "reduction": ("reduce", "norm", "softmax"),
+    "copy": ("copy", "cat", "index"),
+    "communication": ("comm",),
+}
+FAMILY_TERMS: dict[str, tuple[str, ...]] = {
+    "gemm": ("tensor", "cuda", "dram"), "attention": ("tensor", "cuda", "dram"),
+    "elementwise": ("cuda", "dram"), "reduction": ("cuda", "dram"), "copy": ("dram",), "communication": (),
+}
 
 #: parameters the sensitivity and the smallest-chip search move: name → the figures it scales
 PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -88,16 +110,21 @@ class Figure:
     uncertainty_pct: float = 0.0
     #: the source in each language where the chip file words it itself (empty: ``source`` is a citation)
     words: dict[str, str] = field(default_factory=dict)
+    #: a probe's figure: method, repeats, spread_pct (and median, clock_mhz); None for the others
+    measured: dict | None = None
 
 
 @dataclass(frozen=True)
 class Chip:
-    """A chip as data: ``key`` (file stem), display ``name``, the GPU names it describes."""
+    """A chip as data: ``key`` (file stem), display ``name``, the GPU names it describes;
+    ``measured``: the chip probe's figures of the same chip (its ``-measured`` file), where one
+    was made — ``figures`` stay the datasheet's (physical bounds)."""
 
     key: str
     name: str
     figures: dict[str, Figure]
     gpu_names: tuple[str, ...] = ()
+    measured: dict[str, Figure] = field(default_factory=dict)
 
     def get(self, key: str) -> float:
         """The figure's value; NaN when the chip does not state it."""
@@ -154,6 +181,32 @@ def captured_chip(gpu: GpuInfo | None, metrics: pd.DataFrame, summary: pd.DataFr
     name = gpu.name if gpu is not None and gpu.name else "captured GPU"
     return Chip("captured", name, {k: v for k, v in figures.items() if v is not None},
                 (name,) if gpu is not None and gpu.name else ())
+
+
+def with_probe(chip: Chip, manifest: dict | None) -> Chip:
+    """``chip`` with the measured figures of the run's own chip probe (manifest ``chip_probe``,
+    capture run --probe-chip) in place of its file's, where the run has one."""
+    found = ((manifest or {}).get("chip_probe") or {}).get("figures")
+    if not isinstance(found, dict) or not found:
+        return chip
+    probe = {k: Figure(float(f["value"]), "measured: this run's chip probe (manifest chip_probe)",
+                       measured={m: f.get(m) for m in ("method", "repeats", "spread_pct", "median", "clock_mhz")
+                                 if f.get(m) is not None})
+             for k, f in found.items() if k in FIGURES and isinstance(f, dict) and f.get("value")}
+    return replace(chip, measured={**chip.measured, **probe})
+
+
+def figure_basis(source: Chip, target: Chip) -> tuple[Chip, Chip, dict[str, str]]:
+    """The two chips with the figures a projection compares: per figure the probe's measured value
+    on both sides when both chips have one, else the datasheet's on both (never one of each: the
+    ratio of a measured figure to a datasheet one measures nothing); and per figure which was used."""
+    used, src, tgt = {}, dict(source.figures), dict(target.figures)
+    for key in sorted(set(source.figures) | set(target.figures) | set(source.measured) | set(target.measured)):
+        both = key in source.measured and key in target.measured
+        used[key] = MEASURED if both else DATASHEET
+        if both:
+            src[key], tgt[key] = source.measured[key], target.measured[key]
+    return replace(source, figures=src), replace(target, figures=tgt), used
 
 
 def reference_chip(gpu: GpuInfo | None, chips: Iterable[Chip], captured: Chip) -> Chip:
@@ -233,10 +286,30 @@ def moved_terms(terms: pd.DataFrame, source: Chip, target: Chip) -> pd.DataFrame
     return moved
 
 
+def family(category: str | None) -> str:
+    """The kernel family (FAMILIES) of a naming category; elementwise when unknown."""
+    return next((f for f, cats in FAMILIES.items() if category in cats), "elementwise")
+
+
+def _throughput(frame: pd.DataFrame, families: pd.Series) -> pd.Series:
+    """Per launch the largest throughput term its family takes (ns; the launch term left out)."""
+    out = pd.Series(0.0, index=frame.index)
+    for fam, cols in FAMILY_TERMS.items():
+        rows = families == fam
+        if cols and rows.any():
+            out[rows] = frame.loc[rows, list(cols)].max(axis=1)
+    return out
+
+
 def project_launches(terms: pd.DataFrame, source: Chip, target: Chip, model: str = MODEL) -> pd.Series:
-    """Each profiled launch's time on ``target`` (ns) by ``model``."""
-    floor = moved_terms(terms, source, target)["floor"]
+    """Each profiled launch's time on ``target`` (ns) by ``model`` (the kernel model's change of
+    the shortest kernel is added per nsys launch by :func:`project`, not here)."""
+    moved = moved_terms(terms, source, target)
+    floor = moved["floor"]
     measured, floor_src = terms["duration_ns"], terms["floor"]
+    if model == KERNEL_MODEL:
+        families = terms["family"] if "family" in terms else pd.Series("elementwise", index=terms.index)
+        return measured + _throughput(moved, families) - _throughput(terms, families)
     if model == "excess":
         return floor + (measured - floor_src)
     ratio = (floor / floor_src).where(floor_src > 0, 1.0)
@@ -267,15 +340,16 @@ KERNEL_COLUMNS = ["stage", "name", "launches", "measured_ns", "projected_ns", "l
                   "profiled", "bound"]
 
 
-def _kernel_ratios(terms: pd.DataFrame, source: Chip, target: Chip, ranges: bool = True) -> pd.DataFrame:
+def _kernel_ratios(terms: pd.DataFrame, source: Chip, target: Chip, ranges: bool = True,
+                   model: str = MODEL) -> pd.DataFrame:
     """Per (stage, nsys kernel) the ratio Σt'/Σt of its profiled launches: point, low and high
     (the point again without ``ranges``)."""
     frame = terms[terms["summary_name"].notna() & terms["counted"]].copy()
-    frame["point"] = project_launches(frame, source, target, MODEL)
+    frame["point"] = project_launches(frame, source, target, model)
     if ranges:
         fast, slow = target.bounded(True), target.bounded(False)
-        ends = pd.concat([project_launches(frame, source, chip, model) for chip in (fast, slow)
-                          for model in MODELS], axis=1)
+        ends = pd.concat([project_launches(frame, source, chip, m) for chip in (fast, slow)
+                          for m in ((model,) if model == KERNEL_MODEL else MODELS)], axis=1)
         frame["low"], frame["high"] = ends.min(axis=1), ends.max(axis=1)
         frame["bound"] = bound_term(frame, source, target)
     else:
@@ -288,12 +362,21 @@ def _kernel_ratios(terms: pd.DataFrame, source: Chip, target: Chip, ranges: bool
 
 
 def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, stages: list[str],
-            source: Chip, target: Chip, ranges: bool = True) -> Projection:
+            source: Chip, target: Chip, ranges: bool = True, model: str = MODEL) -> Projection:
     """The projection of a version (its nsys kernel summary, its ncu launches joined to it —
     analyses.join.attach_stage_time —, its stage spans) onto ``target``, ``source`` being the basis
-    of the captured GPU (reference_chip); ``ranges=False`` skips the low–high ends."""
+    of the captured GPU (reference_chip); ``ranges=False`` skips the low–high ends. The kernel
+    model adds the change of the shortest kernel to each nsys launch, profiled or not."""
     terms = launch_terms(metrics, source)
-    ratios = _kernel_ratios(terms, source, target, ranges)
+    shortest = 0.0
+    if model == KERNEL_MODEL:
+        from generator.analyses.naming import name_kernels
+
+        names = name_kernels(summary["name"].dropna().unique())
+        terms["family"] = [family(names[n].category) if n in names else "elementwise" for n in terms["summary_name"]]
+        shortest = (target.get("launch_latency_us") - source.get("launch_latency_us")) * 1e3
+        shortest = shortest if shortest == shortest else 0.0
+    ratios = _kernel_ratios(terms, source, target, ranges, model)
     kernel_rows, stage_rows, notes = [], [], []
     gaps = spans.set_index("stage")["idle_ns"] if len(spans) and "idle_ns" in spans else pd.Series(dtype=float)
     for stage in stages:
@@ -307,11 +390,13 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
         for row in rows.itertuples(index=False):
             hit = (stage, row.name) in ratios.index
             r = ratios.loc[(stage, row.name)] if hit else mix
+            fixed = row.count * shortest
             kernel_rows.append({
                 "stage": stage, "name": row.name, "launches": int(row.count), "measured_ns": float(row.total_ns),
-                "projected_ns": row.total_ns * r["point"], "low_ns": row.total_ns * r["low"],
-                "high_ns": row.total_ns * r["high"], "ratio": float(r["point"]), "profiled": hit,
-                "bound": r["bound"] if hit else None})
+                "projected_ns": row.total_ns * r["point"] + fixed, "low_ns": row.total_ns * r["low"] + fixed,
+                "high_ns": row.total_ns * r["high"] + fixed,
+                "ratio": float((row.total_ns * r["point"] + fixed) / row.total_ns) if row.total_ns else math.nan,
+                "profiled": hit, "bound": r["bound"] if hit else None})
         stage_kernels = [k for k in kernel_rows if k["stage"] == stage]
         measured = float(rows["total_ns"].sum())
         projected = float(sum(k["projected_ns"] for k in stage_kernels))
@@ -322,7 +407,7 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
             "high_ns": float(sum(k["high_ns"] for k in stage_kernels)),
             "profiled_pct": measured_known * 100.0 / measured if measured else math.nan,
             "host_gap_ns": gap, "projected_with_gaps_ns": projected + gap})
-    return Projection(source, target, MODEL, pd.DataFrame(stage_rows, columns=STAGE_COLUMNS),
+    return Projection(source, target, model, pd.DataFrame(stage_rows, columns=STAGE_COLUMNS),
                       pd.DataFrame(kernel_rows, columns=KERNEL_COLUMNS), notes)
 
 
@@ -524,7 +609,7 @@ def communication_note(world: int, target: Chip) -> str:
 
 
 def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped: list[Chip],
-            other: Check | None = None, top_n: int = 20, with_sensitivity: bool = True) -> dict:
+            other: Check | None = None, top_n: int = 20, with_sensitivity: bool = True, model: str = MODEL) -> dict:
     """Everything the command and the page show about one version on ``target``, JSON-ready:
     the projection, the sensitivity of the captured chip with the parameters that move each stage
     most and the smallest chip keeping it (None without ``with_sensitivity``: it does not depend on
@@ -533,10 +618,14 @@ def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped:
     summary = inputs.kernel_summary
     stages = stage_list(summary)
     gpu = inputs.gpus[0] if inputs.gpus else None
-    source = reference_chip(gpu, shipped, captured_chip(gpu, inputs.kernel_metrics, summary))
-    projection = project(summary, metrics, inputs.stage_spans, stages, source, target)
+    basis = with_probe(reference_chip(gpu, shipped, captured_chip(gpu, inputs.kernel_metrics, summary)),
+                       inputs.manifest)
+    target_file = target
+    source, target, used = figure_basis(basis, target_file)
+    projection = project(summary, metrics, inputs.stage_spans, stages, source, target, model=model)
     result = {
-        "source": _chip_dict(source), "target": _chip_dict(target), "model": projection.model,
+        "source": _chip_dict(source, basis, used), "target": _chip_dict(target, target_file, used),
+        "figures_used": used, "model": projection.model,
         "stages": _records(projection.stages), "kernels": _records(projection.kernels), "notes": projection.notes,
         "sensitivity": None, "moves": None, "energy": None, "validation": None,
     }
@@ -573,10 +662,20 @@ def unlike(captured: dict | None, other: dict | None) -> list[str]:
     return [f"{d['key']}: {d['previous']} / {d['current']}" for d in found if d["kind"] in (WORKLOAD, PARAMETER)]
 
 
-def _chip_dict(chip: Chip) -> dict:
-    return {"key": chip.key, "name": chip.name,
-            "figures": {k: {"value": f.value, "source": f.source, "estimate": f.estimate,
-                            "uncertainty_pct": f.uncertainty_pct, "words": dict(f.words)} for k, f in chip.figures.items()}}
+def _chip_dict(chip: Chip, file: Chip | None = None, used: dict[str, str] | None = None) -> dict:
+    """A chip's figures as used (``used``: measured or datasheet), each with the datasheet's and the
+    probe's value beside it (``file``: the chip as loaded)."""
+    file = file or chip
+    figures = {}
+    for k, f in chip.figures.items():
+        sheet, probe = file.figures.get(k), file.measured.get(k)
+        figures[k] = {"value": f.value, "source": f.source, "estimate": f.estimate,
+                      "uncertainty_pct": f.uncertainty_pct, "used": (used or {}).get(k, DATASHEET),
+                      "datasheet": sheet.value if sheet is not None else None,
+                      "measured": probe.value if probe is not None else None,
+                      "method": probe.measured if probe is not None else None,
+                      "words": dict(f.words)}
+    return {"key": chip.key, "name": chip.name, "figures": figures}
 
 
 def version_what_if(inputs: VersionInputs, metrics: pd.DataFrame, settings: AnalysisSettings) -> list[dict]:

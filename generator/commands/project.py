@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from generator.analyses.join import attach_stage_time
-from generator.analyses.projection import KEEP_PCT, what_if
+from generator.analyses.projection import KEEP_PCT, KERNEL_MODEL, MODEL, what_if
 from generator.errors import InputError
 from generator.model import VersionInputs
 from generator.pipeline.chips import check_of, load_chip, read_run, shipped, shipped_chips
@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run directory of the same workload captured on the target chip")
     parser.add_argument("--top", type=int, default=20, metavar="N", help="kernels per stage validated (default 20)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the projection as JSON")
+    parser.add_argument("--model", choices=[MODEL, KERNEL_MODEL], default=MODEL,
+                        help=f"how the measured time is carried (default {MODEL}; {KERNEL_MODEL}: per kernel family, "
+                             "the throughput terms plus the change of the chip's shortest kernel per launch)")
 
 
 def read_version(report: Path, version_id: str) -> VersionInputs:
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.source, "needs nsys kernel times and ncu launches (a run captured with ncu)")
     other = check_of(args.validate) if args.validate else None
     metrics = attach_stage_time(inputs.kernel_metrics, inputs.kernel_summary)
-    result = what_if(inputs, metrics, target, shipped_chips(), other, args.top)
+    result = what_if(inputs, metrics, target, shipped_chips(), other, args.top, model=args.model)
     console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else CI_WIDTH)
     _print(console, clean_tree(result))
     if args.json:
@@ -88,6 +91,10 @@ def _print(console: Console, result: dict) -> None:
     console.print(f"{result['source']['name']} (basis: {result['source']['key']}) → {result['target']['name']}; "
                   f"model: {result['model']}")
     console.print(FORMULA)
+    used = result.get("figures_used") or {}
+    measured = sorted(k for k, v in used.items() if v == "measured")
+    console.print("figures measured on both chips (chip probe): " + (", ".join(measured) if measured else "none")
+                  + "; every other figure: datasheet on both")
     table = Table("stage", "measured ms", "projected ms", "low–high ms", "profiled", "host gaps ms (not scaled)",
                   title="GPU kernel time per stage")
     for row in result["stages"]:

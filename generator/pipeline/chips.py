@@ -2,6 +2,7 @@
 into analyses.projection.Chip. A bad file is one InputError line naming the file and the key."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -36,33 +37,36 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class MeasuredSpec(BaseModel):
-    """How a figure was measured on the chip (a probe's record): its value, unit, method, repeats and
-    spread; other keys a probe adds are kept."""
+class MeasuredSpec(_Strict):
+    """How the chip probe measured a figure (capture/chip_probe.py): the method, the repeats, their
+    spread ((p90 − p10) / median, %), their median and the SM clock NVML read meanwhile."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
-    value: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] | None = None
-    unit: CleanStr | None = None
-    method: CleanStr | None = None
-    repeats: Annotated[int, Field(strict=True, ge=0)] | None = None
-    spread_pct: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] | None = None
+    method: Annotated[CleanStr, Field(min_length=1)]
+    repeats: Annotated[int, Field(strict=True, ge=1)]
+    spread_pct: float = Field(ge=0, le=100, allow_inf_nan=False, strict=True)
+    median: Positive | None = None
+    clock_mhz: Positive | None = None
 
 
 class FigureSpec(_Strict):
-    """A figure: value, where it comes from; an estimate says how uncertain it is. ``source`` is a
-    citation (a document's words, shown as quoted English on other languages' pages), or the file's
-    own words in each language, ``{en: …, zh: …}``."""
+    """A figure: value, where it comes from; an estimate says how uncertain it is; a measured one
+    (source ``measured``) says how it was measured and carries the datasheet's figure beside it.
+    ``source`` is a citation (a document's words, shown as quoted English on other languages' pages),
+    or the file's own words in each language, ``{en: …, zh: …}``."""
 
     value: Positive
     source: Annotated[CleanStr, Field(min_length=1)] | dict[Lang, Annotated[CleanStr, Field(min_length=1)]]
     estimate: Annotated[bool, Field(strict=True)] = False
     uncertainty_pct: float = Field(default=0.0, ge=0, lt=100, allow_inf_nan=False, strict=True)
     measured: MeasuredSpec | None = None
+    datasheet: Positive | None = None
 
     @model_validator(mode="after")
     def _estimates_say_how_uncertain(self) -> FigureSpec:
         if self.estimate and self.uncertainty_pct == 0:
             raise ValueError("an estimate needs uncertainty_pct above 0")
+        if (self.source == "measured") != (self.measured is not None):
+            raise ValueError("source measured and a measured block go together")
         return self
 
 
@@ -72,6 +76,9 @@ class ChipSpec(_Strict):
     name: Annotated[CleanStr, Field(min_length=1)]
     gpu_names: list[CleanStr] = []
     figures: dict[str, FigureSpec]
+    #: a probe's file: the datasheet chip it measured, and the probe's run (date, host, versions)
+    datasheet_chip: CleanStr | None = None
+    probe: dict | None = None
 
     @field_validator("figures")
     @classmethod
@@ -89,16 +96,33 @@ class ChipSpec(_Strict):
         return figures
 
 
+#: a shipped chip's probe file: generator/chips/<key>-measured.yaml
+MEASURED_SUFFIX = "-measured"
+
+
 def shipped() -> list[str]:
-    """The keys of the chips the package ships, sorted."""
-    return sorted(p.stem for p in CHIPS_DIR.glob("*.yaml"))
+    """The keys of the datasheet chips the package ships, sorted."""
+    return sorted(p.stem for p in CHIPS_DIR.glob("*.yaml") if not p.stem.endswith(MEASURED_SUFFIX))
+
+
+def shipped_measured() -> list[str]:
+    """The keys of the shipped probe files (``h100-sxm-measured``), sorted."""
+    return sorted(p.stem for p in CHIPS_DIR.glob(f"*{MEASURED_SUFFIX}.yaml"))
 
 
 def load_chip(name_or_file: str | Path, base: Path | None = None) -> Chip:
-    """A shipped chip by key (``h100-sxm``) or a chip file by path (relative to ``base`` when
-    given); InputError on a bad one."""
+    """A shipped chip by key (``h100-sxm``, with the figures its probe file measured as
+    ``measured``; ``h100-sxm-measured``: the probe file itself) or a chip file by path (relative
+    to ``base`` when given); InputError on a bad one."""
     text = str(name_or_file)
-    path = CHIPS_DIR / f"{text}.yaml" if text in shipped() else (base or Path()) / text
+    chip = _load(CHIPS_DIR / f"{text}.yaml" if text in shipped() + shipped_measured() else (base or Path()) / text)
+    probe = CHIPS_DIR / f"{text}{MEASURED_SUFFIX}.yaml"
+    if text in shipped() and probe.is_file():
+        chip = replace(chip, measured=_load(probe).measured)
+    return chip
+
+
+def _load(path: Path) -> Chip:
     if not path.is_file():
         raise InputError(path, f"no such chip file (shipped chips: {', '.join(shipped())})")
     data = load_yaml(path, "chip file")
@@ -110,9 +134,11 @@ def load_chip(name_or_file: str | Path, base: Path | None = None) -> Chip:
         error = exc.errors()[0]
         raise InputError(path, f"{key_path(error['loc'])}: {error['msg'].removeprefix('Value error, ')}") from None
     figures = {k: Figure(f.value, f.source if isinstance(f.source, str) else f.source[DEFAULT_LANG], f.estimate,
-                         f.uncertainty_pct, {} if isinstance(f.source, str) else dict(f.source))
+                         f.uncertainty_pct, {} if isinstance(f.source, str) else dict(f.source),
+                         f.measured.model_dump(exclude_none=True) if f.measured else None)
                for k, f in spec.figures.items()}
-    return Chip(path.stem, spec.name, figures, tuple(spec.gpu_names))
+    return Chip(path.stem, spec.name, figures, tuple(spec.gpu_names),
+                {k: f for k, f in figures.items() if f.measured is not None})
 
 
 def shipped_chips() -> list[Chip]:
