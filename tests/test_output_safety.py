@@ -155,18 +155,52 @@ def test_dot_root_and_home_are_refused(tmp_path: Path, monkeypatch: pytest.Monke
     assert snapshot(tmp_path) == before
 
 
-def test_rebuild_replaces_only_its_own_site(tmp_path: Path) -> None:
-    """A second build swaps the first one's site (it carries the marker); no sibling is left."""
+def test_rebuild_keeps_the_users_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second build swaps the first one's site (it carries the marker); files the user added to the
+    site or its sources are moved to ``<name>.kr-backup-<n>`` (same paths, same bytes) and named;
+    no sibling is left. The site and its sources get the mode the umask gives a new directory."""
     root = project(tmp_path)
     out, src = tmp_path / "site", tmp_path / "site_src"
     argv = ["build", str(root / "report.yaml"), "--out", str(out), "--src", str(src), "--lang", "en"]
-    assert main(argv) == 0
+    inputs = snapshot(root)
+    mask = os.umask(0o027)
+    try:
+        assert main(argv) == 0
+    finally:
+        os.umask(mask)
+    for folder in (out, src / "mine"):  # not mkdtemp's 0700: the group may read it, others not
+        assert folder.stat().st_mode & 0o777 == 0o750, folder
     first = snapshot(out)
-    (out / "stray.txt").write_text("left by hand in a generated site\n")
+    written = (out / output_dirs.FILES).read_text().splitlines()
+    assert "index.html" in written and "v1/index.html" in written and output_dirs.MARKER not in written
+    assert len(written) == len([p for p in out.rglob("*") if p.is_file()]) - 2  # all but the marker and the list
+    (out / "MY-NOTES.txt").write_text("left by hand in a generated site\n")
+    (out / "v1" / "mine").mkdir()
+    (out / "v1" / "mine" / "draft.md").write_text("a draft\n")
+    (src / "mine" / "todo.txt").write_text("to do\n")
+    capsys.readouterr()
     assert main(argv) == 0
+    said = " ".join(capsys.readouterr().err.split())
     assert snapshot(out) == first
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site", "site_src"]
-    assert sorted(p.name for p in src.iterdir()) == ["mine"]
+    assert snapshot(tmp_path / "site.kr-backup-1") == {".": "dir", "MY-NOTES.txt": snapshot_of(
+        "left by hand in a generated site\n"), "v1": "dir", "v1/mine": "dir", "v1/mine/draft.md": snapshot_of("a draft\n")}
+    assert (src / "mine.kr-backup-1" / "todo.txt").read_text() == "to do\n"
+    assert f"kept: what {out} held that no build wrote was moved to {tmp_path / 'site.kr-backup-1'}" in said
+    assert f"kept: what {src / 'mine'} held that no build wrote was moved to {src / 'mine.kr-backup-1'}" in said
+    # a site built before the tool listed its files: what this build writes again counts as written
+    (out / output_dirs.FILES).unlink()
+    (out / "MY-NOTES.txt").write_text("second\n")
+    assert main(argv) == 0
+    assert (tmp_path / "site.kr-backup-2" / "MY-NOTES.txt").read_text() == "second\n"
+    assert snapshot(out) == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site", "site.kr-backup-1", "site.kr-backup-2",
+                                                          "site_src"]
+    assert sorted(p.name for p in src.iterdir()) == ["mine", "mine.kr-backup-1"]
+    assert snapshot(root) == inputs
+
+
+def snapshot_of(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_live_build_staging_is_not_stale(tmp_path: Path) -> None:

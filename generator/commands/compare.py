@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from generator import output_dirs
+
+    json_out = output_dirs.json_target(args.json, "compare", [args.baseline, args.current]) if args.json else None
     metrics = list(dict.fromkeys(m for item in args.metrics for m in item.split(",") if m))
     unknown = [m for m in metrics if m not in WATCHABLE]
     if unknown or not metrics:
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     failed = _print(console, verdicts, context, names)
     if gpus is not None and gpus["changed"]:
         print(f"compare: {gpu_line(gpus)}", file=sys.stderr)
-    if args.json:
+    if json_out is not None:
         report = {"baseline": str(args.baseline), "current": str(args.current),
                   "like_with_like": verdicts.like if verdicts else None,
                   "stages": verdicts.stages.to_dict("records") if verdicts else [],
@@ -80,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
                   "ncu_context": context.as_dict(), "failed": failed,
                   "baseline_gpu": baseline.gpu, "current_gpu": current.gpu,
                   "gpu_changed": None if gpus is None else gpus["changed"]}
-        text = json.dumps(json_safe(report), sort_keys=True, indent=2, ensure_ascii=False)
-        args.json.write_text(text + "\n", encoding="utf-8")
+        output_dirs.write_json(json_out, "compare", json_safe(report))
     return 1 if failed else 0
 
 
