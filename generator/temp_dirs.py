@@ -12,6 +12,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 MARKER = ".kernel-report-temp"
@@ -29,17 +30,13 @@ class TempDir:
             raise ValueError(f"temporary folder prefix {prefix!r} is not one of {PREFIXES}")
         remove_stale()
         self.name = tempfile.mkdtemp(prefix=prefix)
-        self._pid = os.getpid()  # forked children inherit the object, never remove the folder
-        self._lock: int | None = os.open(self.name, os.O_RDONLY)
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        lock = os.open(self.name, os.O_RDONLY)
+        fcntl.flock(lock, fcntl.LOCK_EX)
         Path(self.name, MARKER).write_bytes(b"")
+        self._finalizer = weakref.finalize(self, _remove, self.name, lock, os.getpid())
 
     def cleanup(self) -> None:
-        if self._lock is None or os.getpid() != self._pid:
-            return
-        shutil.rmtree(self.name, ignore_errors=True)
-        os.close(self._lock)
-        self._lock = None
+        self._finalizer()
 
     def __enter__(self) -> str:
         return self.name
@@ -47,9 +44,15 @@ class TempDir:
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
 
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.cleanup()
+
+def _remove(name: str, lock: int, pid: int) -> None:
+    """Remove the folder and drop its lock, in the process that made it (a forked child inherits the
+    object, and must not remove the folder its parent still uses)."""
+    if os.getpid() != pid:
+        return
+    shutil.rmtree(name, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.close(lock)
 
 
 def remove_stale(root: Path | None = None, *, again: bool = False) -> list[Path]:

@@ -94,7 +94,7 @@ def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.Capt
             backup = tmp_path / "mydocs.kr-backup-1"
             assert output_dirs.owned(mydocs) and not (mydocs / "thesis.tex").exists()
             assert (backup / "thesis.tex").read_text() == "my thesis\n"
-            assert f"what {mydocs} held before was moved to {backup}" in " ".join(capsys.readouterr().err.split())
+            assert f"kept: what {mydocs} held that no build wrote was moved to {backup}" in " ".join(capsys.readouterr().err.split())
         else:
             assert expect in refused(capsys, argv)
             assert snapshot(tmp_path) == before
