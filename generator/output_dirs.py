@@ -138,7 +138,7 @@ def staging(target: Path) -> Iterator[Path]:
         (path / MARKER).write_text(BUILDING, encoding="utf-8")
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)  # after an exchange this is the old site
+        discard(path)  # after an exchange this is the old site
         os.close(lock)
 
 
@@ -268,7 +268,7 @@ def recover(target: Path) -> None:
             if not target.exists() and owned(sibling):
                 os.rename(sibling, target)
             else:
-                shutil.rmtree(sibling, ignore_errors=True)
+                discard(sibling)
 
 
 def _complete_journal(target: Path) -> None:
@@ -294,6 +294,23 @@ def _complete_journal(target: Path) -> None:
         journal.unlink()
     finally:
         os.close(fd)
+
+
+def discard(directory: Path) -> None:
+    """Remove a folder of the build's, its marker last: a kill meanwhile leaves it marked, so the next
+    build still knows it for the build's and removes the rest."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name == MARKER)
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
 
 
 def _marked(directory: Path) -> bool:

@@ -76,7 +76,7 @@ def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.Capt
     target, expect = {
         "user dir": (["--out", str(mydocs)], "no .kernel-report-output"),
         "report dir": (["--out", str(root)], "holds an input"),
-        "run dir": (["--out", str(root / "runs" / "decode")], "holds an input"),
+        "run dir": (["--out", str(root / "runs" / "decode")], "is an input"),
         "inside run dir": (["--out", str(root / "runs" / "decode" / "ncu")], "inside an input directory"),
         "regular file": (["--out", str(mydocs / "thesis.tex")], "not a directory"),
         "src holds inputs": (["--out", str(out), "--src", str(root / "runs")], "holds an input"),
@@ -209,6 +209,7 @@ def test_live_build_staging_is_not_stale(tmp_path: Path) -> None:
         (live / "page.html").write_text("half-built\n")
         dead = tmp_path / f".site{output_dirs.STAGING}dead"
         dead.mkdir()
+        (dead / output_dirs.MARKER).write_text(output_dirs.BUILDING)  # a killed build's: it carries the marker
         (dead / "page.html").write_text("from a killed build\n")
         output_dirs.recover(target)
         assert live.is_dir() and not dead.exists()
@@ -226,8 +227,8 @@ from generator.cli import main
 point, target = sys.argv[1], sys.argv[2]
 build = os.getpid()  # the build: MkDocs runs in a child it forks, which dies with it
 die = lambda: os.kill(build, signal.SIGKILL)
-real_swap, real_exchange, real_rename, real_rmtree = (output_dirs.swap_in, output_dirs._exchange,
-                                                      os.rename, shutil.rmtree)
+real_swap, real_exchange, real_rename, real_discard = (output_dirs.swap_in, output_dirs._exchange,
+                                                       os.rename, output_dirs.discard)
 swapped = []
 
 def swap_in(new, to):
@@ -249,20 +250,20 @@ def rename(a, b):
     if point == "between renames" and str(a) == target:
         die()
 
-def rmtree(path, *args, **kwargs):
+def discard(path):
     staged = os.path.dirname(path) == os.path.dirname(target) and ".kr-" in os.path.basename(path)
     if point == "deleting old site" and target in swapped and staged:
         files = sorted(p for p in os.listdir(path) if os.path.isfile(os.path.join(path, p)))
-        for name in files[: len(files) // 2]:
+        for name in [f for f in files if f != output_dirs.MARKER][: len(files) // 2]:  # the marker goes last
             os.unlink(os.path.join(path, name))
         die()
-    real_rmtree(path, *args, **kwargs)
+    real_discard(path)
 
 def mkdocs(*args, **kwargs):
     die()
 
 output_dirs.swap_in, output_dirs._exchange, output_dirs.os.rename = swap_in, exchange, rename
-output_dirs.shutil.rmtree = rmtree
+output_dirs.discard = discard
 if point == "during mkdocs":
     import generator.pipeline.mkdocs_site as mkdocs_site  # build.py imports it when it builds
     mkdocs_site.build_version_site = mkdocs
