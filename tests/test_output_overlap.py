@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -265,3 +266,30 @@ def test_kill_9_leaves_no_temporary_folder_for_long(tmp_path: Path) -> None:
         live.communicate("")
     assert not held.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input", "kr-fonts-mine"]
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_site_gets_the_umasks_mode_and_others_read_it(mask: int) -> None:
+    """Issue 46: the staging folder (mkdtemp: 0700) became the site, unreadable to a web server's user.
+    Now the umask decides; under 022 the user `nobody` lists and reads it (run as root), under 077
+    only the owner does."""
+    parent = Path(tempfile.mkdtemp(prefix="kr-mode-test-", dir="/tmp"))
+    try:
+        parent.chmod(0o755)
+        target = parent / "site"
+        old = os.umask(mask)
+        try:
+            with output_dirs.staging(target) as new:
+                (new / "index.html").write_text("the site\n")
+                output_dirs.swap_in(new, target)
+        finally:
+            os.umask(old)
+        assert target.stat().st_mode & 0o777 == 0o777 & ~mask
+        runuser = shutil.which("runuser")
+        if os.geteuid() != 0 or runuser is None:
+            return
+        read = subprocess.run([runuser, "-u", "nobody", "--", "cat", str(target / "index.html")],
+                              capture_output=True, text=True)
+        assert (read.returncode == 0 and read.stdout == "the site\n") == (mask == 0o022), read.stderr
+    finally:
+        shutil.rmtree(parent)
