@@ -293,3 +293,15 @@ def test_site_gets_the_umasks_mode_and_others_read_it(mask: int) -> None:
         assert (read.returncode == 0 and read.stdout == "the site\n") == (mask == 0o022), read.stderr
     finally:
         shutil.rmtree(parent)
+
+
+def test_cache_folder_around_inputs_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The build cache is a written path too: never in, at or around a run the build reads."""
+    run = copied_run(tmp_path)
+    before = snapshot(tmp_path)
+    for cache, expected in ((run / "cache", "is inside an input directory"), (tmp_path, "holds an input")):
+        monkeypatch.setenv("KERNEL_REPORT_CACHE", str(cache))
+        message = refused(capsys, ["build", str(run), "--out", str(tmp_path / "site"), "--lang", "en"])
+        assert f"KERNEL_REPORT_CACHE {cache}: {expected} of this command" in message
+    assert snapshot(tmp_path) == before

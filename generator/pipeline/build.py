@@ -81,6 +81,9 @@ def build_site(
     output_dirs.refuse_overlap(out, src)
     for option, target in [("--out", out), *(("--src", src / job.config.id) for job in jobs)]:
         output_dirs.refuse_unowned(output_dirs.refuse_unsafe(target, option, inputs), option, force=force)
+    cache_root = cache.root if cache is not None else default_root()
+    if cache_root is not None:  # the cache writes there too
+        output_dirs.refuse_input_overlap(cache_root.expanduser().resolve(), f"KERNEL_REPORT_CACHE {cache_root}", inputs)
     with _made_dirs_removed_on_failure([out, src]):
         return _build_into(jobs, out, src, site_url, langs, progress, cache)
 
