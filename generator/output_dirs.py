@@ -1,19 +1,24 @@
-"""Output directories the build owns: refusal of dangerous targets, staging, atomic swap, stale cleanup.
+"""What the commands write: refusal of dangerous targets, staging, atomic swap, stale cleanup, ``--json``.
 
 The build only ever replaces a directory that carries its :data:`MARKER` (written by an earlier
 build), an empty directory, or a missing one. It refuses ``/``, the home directory, the current
-directory, their ancestors, the tool's own checkout, a non-directory, a symbolic link, any directory
-that holds an input or the report file, and any directory inside a capture run directory it reads.
+directory, their ancestors, the tool's own checkout, a non-directory, a symbolic link, and any
+path that is, holds or lies inside an input (resolved; symbolic links inside a run followed too).
 ``--force`` lifts only the marker requirement, never those, and deletes nothing: the previous content
 of a directory no build wrote is moved aside to a sibling ``<name>.kr-backup-<n>`` (which the build
-names when it ends) as the new site is swapped in.
+names when it ends) as the new site is swapped in. A finished directory lists what the build wrote
+(:data:`FILES`); a rebuild moves any other file in it to such a backup first.
 
 A build writes into a fresh sibling ``.<name>.kr-build-<random>`` that it holds an ``flock`` on;
 the marker is completed last, then the sibling and the target are exchanged in one
-``renameat2(RENAME_EXCHANGE)`` (a ``kill -9`` at any instant leaves a complete site, old or new).
+``renameat2(RENAME_EXCHANGE)`` (a ``kill -9`` at any instant leaves a complete site, old or new;
+with ``--force`` a journal lets the next build finish moving the user's directory to its backup).
 Where the file system cannot exchange, two renames are used and the next build puts back a
-complete site if a kill fell between them. Siblings no live build holds are removed at the next
-build.
+complete site if a kill fell between them. Siblings that carry the marker and that no live build
+holds are removed at the next build (the marker last); others are never touched.
+
+``--json OUT`` (:func:`json_target`, :func:`write_json`): never an input or a path in or around one,
+an existing file only when it is an earlier output of the same command; written atomically.
 """
 from __future__ import annotations
 
