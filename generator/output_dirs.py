@@ -1,19 +1,24 @@
-"""Output directories the build owns: refusal of dangerous targets, staging, atomic swap, stale cleanup.
+"""What the commands write: refusal of dangerous targets, staging, atomic swap, stale cleanup, ``--json``.
 
 The build only ever replaces a directory that carries its :data:`MARKER` (written by an earlier
 build), an empty directory, or a missing one. It refuses ``/``, the home directory, the current
-directory, their ancestors, the tool's own checkout, a non-directory, a symbolic link, any directory
-that holds an input or the report file, and any directory inside a capture run directory it reads.
+directory, their ancestors, the tool's own checkout, a non-directory, a symbolic link, and any
+path that is, holds or lies inside an input (resolved; symbolic links inside a run followed too).
 ``--force`` lifts only the marker requirement, never those, and deletes nothing: the previous content
 of a directory no build wrote is moved aside to a sibling ``<name>.kr-backup-<n>`` (which the build
-names when it ends) as the new site is swapped in.
+names when it ends) as the new site is swapped in. A finished directory lists what the build wrote
+(:data:`FILES`); a rebuild moves any other file in it to such a backup first.
 
 A build writes into a fresh sibling ``.<name>.kr-build-<random>`` that it holds an ``flock`` on;
 the marker is completed last, then the sibling and the target are exchanged in one
-``renameat2(RENAME_EXCHANGE)`` (a ``kill -9`` at any instant leaves a complete site, old or new).
+``renameat2(RENAME_EXCHANGE)`` (a ``kill -9`` at any instant leaves a complete site, old or new;
+with ``--force`` a journal lets the next build finish moving the user's directory to its backup).
 Where the file system cannot exchange, two renames are used and the next build puts back a
-complete site if a kill fell between them. Siblings no live build holds are removed at the next
-build.
+complete site if a kill fell between them. Siblings that carry the marker and that no live build
+holds are removed at the next build (the marker last); others are never touched.
+
+``--json OUT`` (:func:`json_target`, :func:`write_json`): never an input or a path in or around one,
+an existing file only when it is an earlier output of the same command; written atomically.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import json
 import os
 import shutil
 import tempfile
@@ -37,6 +43,14 @@ STAGING = ".kr-build-"
 RETIRED = ".kr-old-"
 BACKUP = ".kr-backup-"
 TOOL_ROOT = Path(__file__).resolve().parents[1]
+#: the tool's own list of the files it wrote into a finished directory (one relative path a line)
+FILES = ".kernel-report-files"
+#: a pending ``--force`` move of a user's directory to its backup (``.<name>.kr-journal``)
+JOURNAL = ".kr-journal"
+LINKS_FOLLOWED = 10_000
+#: the key that marks a command's ``--json`` output; its value is the command
+JSON_MARK = "kernel_report"
+JSON_READ_MAX = 1 << 30  # an existing --json target larger than this is not read (not an earlier output)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -51,15 +65,43 @@ def refuse_unsafe(path: Path, option: str, inputs: Iterable[Path]) -> Path:
     if any(target == p or target in p.parents for p in protected):
         raise InputError(shown, "refusing to replace /, the home directory, the current directory, "
                                 "one of their parents or this tool's own files; choose a new directory")
-    for item in inputs:
-        item = item.resolve()
-        if target == item or target in item.parents:
-            raise InputError(shown, f"holds an input of this build ({item}); choose another directory")
-        if item.is_dir() and item in target.parents:  # a capture run directory the build reads
-            raise InputError(shown, f"is inside an input directory of this build ({item}); choose another one")
+    refuse_input_overlap(target, shown, inputs)
     if (target.exists() or target.is_symlink()) and (target.is_symlink() or not target.is_dir()):
         raise InputError(shown, "exists and is not a directory; choose another path")
     return target
+
+
+def refuse_input_overlap(target: Path, shown: str, inputs: Iterable[Path]) -> None:
+    """InputError(``shown``) when the resolved ``target`` is, contains or lies inside an input (each
+    resolved, and the symbolic links inside an input directory followed too)."""
+    for given, item in resolved_inputs(inputs):
+        where = "" if given == item else f" (through {given})"
+        if target == item or target in item.parents:
+            what = "is an input" if target == item else "holds an input"
+            raise InputError(shown, f"{what} of this command ({item}{where}); choose another path")
+        if item in target.parents:
+            raise InputError(shown, f"is inside an input directory of this command ({item}{where}); choose another path")
+
+
+def resolved_inputs(inputs: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """(given, resolved) for each input and, in an input directory, each symbolic link's target
+    (at most :data:`LINKS_FOLLOWED` entries of a directory are looked at)."""
+    found = []
+    for given in inputs:
+        item = Path(given).expanduser().resolve()
+        found.append((Path(given), item))
+        if not item.is_dir():
+            continue
+        seen = 0
+        for folder, dirs, files in os.walk(item):
+            for name in [*dirs, *files]:
+                seen += 1
+                entry = Path(folder, name)
+                if entry.is_symlink():
+                    found.append((entry, entry.resolve()))
+            if seen > LINKS_FOLLOWED:
+                break
+    return found
 
 
 def refuse_unowned(target: Path, option: str, *, force: bool) -> None:
@@ -86,10 +128,10 @@ def owned(directory: Path) -> bool:
 
 @contextlib.contextmanager
 def staging(target: Path) -> Iterator[Path]:
-    """A fresh locked sibling of ``target`` to build into; removed afterwards unless swapped in.
+    """A fresh locked sibling of ``target`` to build into (with the mode the umask gives a new
+    directory); removed afterwards unless swapped in.
 
-    Stale siblings of dead builds are removed first (and a site a killed two-rename swap left
-    aside is put back).
+    Stale siblings of dead builds are removed first (and a site a killed swap left aside is put back).
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     recover(target)
@@ -97,35 +139,114 @@ def staging(target: Path) -> Iterator[Path]:
     lock = os.open(path, os.O_RDONLY)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        os.chmod(path, 0o777 & ~umask())  # mkdtemp's 0700 would make the site unreadable to others
         (path / MARKER).write_text(BUILDING, encoding="utf-8")
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)  # after an exchange this is the old site
+        discard(path)  # after an exchange this is the old site
         os.close(lock)
+
+
+def umask() -> int:
+    """The process's umask (read without changing it where /proc tells it)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def swap_in(new: Path, target: Path) -> Path | None:
     """Make ``new`` (a :func:`staging` directory) the content of ``target``; the old one ends at ``new``
-    (removed with it), except the content of a directory no build wrote (``--force``): that is moved
-    to a fresh sibling backup, returned."""
+    (removed with it). What the old one held that no build wrote (a user's files in a site, or the
+    whole content of a directory no build wrote, ``--force``) is moved to a fresh sibling
+    ``<name>.kr-backup-<n>`` first, which is returned (None when there was nothing to keep).
+
+    ``target`` is never missing: one ``renameat2(RENAME_EXCHANGE)``; where that is not available,
+    two renames, and :func:`recover` (run by the next build) puts back a site a kill left aside.
+    """
+    written = _written_files(new)
+    (new / FILES).write_text("".join(f"{name}\n" for name in written), encoding="utf-8")
     (new / MARKER).write_text(DONE, encoding="utf-8")
-    if target.is_dir() and not owned(target) and any(target.iterdir()):
-        backup = _backup_name(target)
-        os.rename(target, backup)
-        os.rename(new, target)
-        new.mkdir()  # staging() removes it
-        return backup
     if not target.exists():
         os.rename(new, target)
-        new.mkdir()
+        new.mkdir()  # staging() removes it
         return None
+    if not owned(target) and any(target.iterdir()):
+        return _swap_unowned(new, target)
+    backup = _keep_user_files(target, set(written))
     if _exchange(new, target):
-        return None
+        return backup
     retired = Path(tempfile.mkdtemp(prefix=f".{target.name}{RETIRED}", dir=target.parent))
     os.rename(target, retired)
     os.rename(new, target)
     os.rename(retired, new)
-    return None
+    return backup
+
+
+def _swap_unowned(new: Path, target: Path) -> Path:
+    """``--force``: ``new`` to ``target`` and what ``target`` held to a fresh backup; a journal names
+    the backup until the move is done, so :func:`recover` completes it after a kill."""
+    backup = _backup_name(target)
+    journal = _journal(target)
+    fd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, json.dumps({"moved": new.name, "backup": backup.name}).encode())
+        if _exchange(new, target):  # the site is in place; the user's directory is at ``new``
+            os.rename(new, backup)
+        else:  # no exchange: a kill between these two leaves an owned staging recover() puts back
+            os.rename(target, backup)
+            os.rename(new, target)
+        journal.unlink()
+    finally:
+        os.close(fd)
+    new.mkdir()  # staging() removes it
+    return backup
+
+
+def _journal(target: Path) -> Path:
+    return target.with_name(f".{target.name}{JOURNAL}")
+
+
+def _written_files(root: Path) -> list[str]:
+    """Every file and link under ``root`` (a staging directory: all written by this build) but the
+    marker and the list, as sorted relative POSIX paths."""
+    return sorted(name for name in _files_under(root) if name not in (MARKER, FILES))
+
+
+def _files_under(root: Path) -> list[str]:
+    """Relative POSIX paths of every non-directory under ``root`` (links not followed)."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        base = Path(folder).relative_to(root)
+        found += [(base / name).as_posix() for name in files]
+        found += [(base / name).as_posix() for name in dirs if Path(folder, name).is_symlink()]
+    return found
+
+
+def _keep_user_files(site: Path, written_now: set[str]) -> Path | None:
+    """Move the files of ``site`` (an earlier build's) that no build wrote to a fresh backup beside
+    it, keeping their relative paths; the backup, None when there were none.
+
+    What a build wrote is its list (:data:`FILES`); a site built before the list existed counts as
+    written what this build writes again (``written_now``)."""
+    try:
+        listed = set((site / FILES).read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError):
+        listed = written_now
+    theirs = [name for name in _files_under(site) if name not in listed and name not in (MARKER, FILES)]
+    if not theirs:
+        return None
+    backup = _backup_name(site)
+    for name in sorted(theirs):
+        (backup / name).parent.mkdir(parents=True, exist_ok=True)
+        os.rename(site / name, backup / name)
+    return backup
 
 
 def _backup_name(target: Path) -> Path:
@@ -138,18 +259,71 @@ def _backup_name(target: Path) -> Path:
 
 
 def recover(target: Path) -> None:
-    """Remove siblings of ``target`` left by dead builds; put back a finished site if ``target`` is gone."""
+    """Finish a ``--force`` move a kill interrupted (:func:`_swap_unowned`'s journal), put back a
+    finished site if ``target`` is gone, and remove the siblings of ``target`` that dead builds left:
+    only those carrying the build's marker that no live build holds."""
+    _complete_journal(target)
     for sibling in sorted(target.parent.glob(f".{glob_escape(target.name)}.kr-*")):
         if not (sibling.name.startswith(f".{target.name}{STAGING}")
-                or sibling.name.startswith(f".{target.name}{RETIRED}")):
+                or sibling.name.startswith(f".{target.name}{RETIRED}")) or sibling.is_symlink():
             continue
         with _unlocked(sibling) as free:
-            if not free:
+            if not free or not _marked(sibling):
                 continue
             if not target.exists() and owned(sibling):
                 os.rename(sibling, target)
             else:
-                shutil.rmtree(sibling, ignore_errors=True)
+                discard(sibling)
+
+
+def _complete_journal(target: Path) -> None:
+    """Move a user's directory that a killed ``--force`` swap left at a staging name to its backup."""
+    journal = _journal(target)
+    try:
+        fd = os.open(journal, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return  # a live build is in the middle of it
+        try:
+            record = json.loads(os.read(fd, 65536) or b"{}")
+            moved, backup = target.with_name(record["moved"]), target.with_name(record["backup"])
+        except (ValueError, KeyError, TypeError):
+            record = None  # killed while it was written: nothing was moved yet
+        if record is not None and moved.name.startswith(f".{target.name}{STAGING}") and moved.is_dir() \
+                and not moved.is_symlink() and not _marked(moved):
+            os.rename(moved, backup if not (backup.exists() or backup.is_symlink()) else _backup_name(target))
+        journal.unlink()
+    finally:
+        os.close(fd)
+
+
+def discard(directory: Path) -> None:
+    """Remove a folder of the build's, its marker last: a kill meanwhile leaves it marked, so the next
+    build still knows it for the build's and removes the rest."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name == MARKER)
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+
+
+def _marked(directory: Path) -> bool:
+    """True when ``directory`` carries the marker of a build, finished or not."""
+    try:
+        return (directory / MARKER).read_text(encoding="utf-8") in (DONE, BUILDING)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def glob_escape(name: str) -> str:
@@ -190,3 +364,49 @@ def _exchange(a: Path, b: Path) -> bool:
     if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV):
         return False
     raise OSError(code, os.strerror(code), str(b))
+
+
+def json_target(path: Path, command: str, inputs: Iterable[Path]) -> Path:
+    """Where ``command --json PATH`` may write (resolved, links followed), or InputError: never an
+    input, a folder holding one or a path inside one, and an existing file only when it is an earlier
+    ``--json`` of the same command (it carries :data:`JSON_MARK`)."""
+    shown = f"--json {path}"
+    target = path.expanduser().resolve()
+    refuse_input_overlap(target, shown, inputs)
+    if target.is_dir():
+        raise InputError(shown, "is a directory; name a file")
+    if not target.parent.is_dir():
+        raise InputError(shown, f"its folder {target.parent} does not exist")
+    if target.exists() and not _earlier_json(target, command):
+        raise InputError(shown, f'exists and is not an earlier `{command} --json` output (no "{JSON_MARK}": '
+                                f'"{command}"); choose a new path')
+    return target
+
+
+def _earlier_json(path: Path, command: str) -> bool:
+    """Whether ``path`` is a JSON object written by ``command --json`` (:func:`write_json`)."""
+    try:
+        if not path.is_file() or path.stat().st_size > JSON_READ_MAX:
+            return False
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get(JSON_MARK) == command
+
+
+def write_json(target: Path, command: str, data: dict) -> None:
+    """``data`` (JSON-ready) with ``command``'s mark, deterministic, into ``target`` (checked by
+    :func:`json_target`) atomically: written to a temporary file beside it, then renamed over it."""
+    text = json.dumps({JSON_MARK: command, **data}, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".kr-json", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(tmp, 0o666 & ~umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

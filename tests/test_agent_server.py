@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from generator.cli import main  # noqa: E402
 from generator.commands.build import EXAMPLE  # noqa: E402
+from generator.output_dirs import JSON_MARK  # noqa: E402
 
 pytestmark = pytest.mark.slow
 REPORT = "ocr-vlm-h200"
@@ -161,7 +162,7 @@ def test_overview_and_kernels_are_the_data_files(answers: dict[str, Any], site: 
 def test_compare_is_the_cli_json(answers: dict[str, Any], site: Path, tmp_path: Path) -> None:
     out = tmp_path / "compare.json"
     assert main(["compare", str(site / "v2"), str(site / "v3"), "--json", str(out)]) == 0
-    cli = json.loads(out.read_text(encoding="utf-8"))
+    cli = _unmarked(json.loads(out.read_text(encoding="utf-8")))
     assert cli["baseline"] == str(site / "v2")
     assert answers["compare"] == {**cli, "baseline": f"{REPORT}/v2", "current": f"{REPORT}/v3"}
     assert cli["ncu_context"]["rows"]  # the matched kernels' ncu context, no verdict (data folders)
@@ -173,7 +174,13 @@ def test_project_is_the_cli_json(answers: dict[str, Any], chip: str, validate: l
     """The report's chips as report.yaml lists them (h100-sxm validated against the H100 capture)."""
     out = tmp_path / "project.json"
     assert main(["project", "v3", "--report", str(EXAMPLE), "--chip", chip, *validate, "--json", str(out)]) == 0
-    assert answers["project"][chip] == json.loads(out.read_text(encoding="utf-8"))
+    assert answers["project"][chip] == _unmarked(json.loads(out.read_text(encoding="utf-8")))
+
+
+def _unmarked(document: dict[str, Any]) -> dict[str, Any]:
+    """A ``--json`` file's document without the mark that names the command which wrote it (output_dirs.JSON_MARK)."""
+    assert document[JSON_MARK] in ("compare", "project")
+    return {k: v for k, v in document.items() if k != JSON_MARK}
 
 
 def test_nothing_written(answers: dict[str, Any]) -> None:

@@ -326,8 +326,9 @@ def test_inspect_prints_no_terminal_escapes(tmp_path: Path) -> None:
 
 
 def test_output_targets_never_lose_files(long_mode: bool, tmp_path: Path) -> None:
-    """Every directory and file of a project as --out or --src, with and without --force: refused
-    with one line, exit 2, the project byte for byte unchanged."""
+    """Every directory and file of a project as --out or --src, with and without --force, and as
+    `compare`'s and `project`'s --json (issue 43): refused with one line, exit 2, the project byte
+    for byte unchanged."""
     project = tmp_path / "project"
     shutil.copytree(ROOT / "examples" / "runs" / "llm-decode-small", project / "runs" / "decode",
                     ignore=shutil.ignore_patterns("*.nsys-rep"))
@@ -354,6 +355,11 @@ versions: [{id: v1, title: {en: V1, zh: 一}, date: 2026-11-20, runs: [runs/deco
             argv = ["build", str(project / "report.yaml"), option, str(target), other, str(scratch / "other"),
                     *force]
             case = fc.Case(f"{option} {target}", argv, [], bad=True, fresh=False)  # refused before rendering
+            outcomes.append(fc.run_case(case, scratch))
+    run = project / "runs" / "decode"
+    for target in [*before] if long_mode else [run / "manifest.json", tmp_path / "link_to_project"]:
+        for command in (["compare", str(run), str(run)], ["project", str(run), "--chip", "h100-sxm"]):
+            case = fc.Case(f"{command[0]} --json {target}", [*command, "--json", str(target)], [], bad=True, fresh=False)
             outcomes.append(fc.run_case(case, scratch))
     after = {p: p.read_bytes() if p.is_file() else None for p in sorted(tmp_path.rglob("*"))
              if not p.is_relative_to(scratch)}

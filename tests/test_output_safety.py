@@ -76,7 +76,7 @@ def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.Capt
     target, expect = {
         "user dir": (["--out", str(mydocs)], "no .kernel-report-output"),
         "report dir": (["--out", str(root)], "holds an input"),
-        "run dir": (["--out", str(root / "runs" / "decode")], "holds an input"),
+        "run dir": (["--out", str(root / "runs" / "decode")], "is an input"),
         "inside run dir": (["--out", str(root / "runs" / "decode" / "ncu")], "inside an input directory"),
         "regular file": (["--out", str(mydocs / "thesis.tex")], "not a directory"),
         "src holds inputs": (["--out", str(out), "--src", str(root / "runs")], "holds an input"),
@@ -94,7 +94,7 @@ def test_refusals_keep_user_files(case: str, tmp_path: Path, capsys: pytest.Capt
             backup = tmp_path / "mydocs.kr-backup-1"
             assert output_dirs.owned(mydocs) and not (mydocs / "thesis.tex").exists()
             assert (backup / "thesis.tex").read_text() == "my thesis\n"
-            assert f"what {mydocs} held before was moved to {backup}" in " ".join(capsys.readouterr().err.split())
+            assert f"kept: what {mydocs} held that no build wrote was moved to {backup}" in " ".join(capsys.readouterr().err.split())
         else:
             assert expect in refused(capsys, argv)
             assert snapshot(tmp_path) == before
@@ -155,18 +155,52 @@ def test_dot_root_and_home_are_refused(tmp_path: Path, monkeypatch: pytest.Monke
     assert snapshot(tmp_path) == before
 
 
-def test_rebuild_replaces_only_its_own_site(tmp_path: Path) -> None:
-    """A second build swaps the first one's site (it carries the marker); no sibling is left."""
+def test_rebuild_keeps_the_users_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second build swaps the first one's site (it carries the marker); files the user added to the
+    site or its sources are moved to ``<name>.kr-backup-<n>`` (same paths, same bytes) and named;
+    no sibling is left. The site and its sources get the mode the umask gives a new directory."""
     root = project(tmp_path)
     out, src = tmp_path / "site", tmp_path / "site_src"
     argv = ["build", str(root / "report.yaml"), "--out", str(out), "--src", str(src), "--lang", "en"]
-    assert main(argv) == 0
+    inputs = snapshot(root)
+    mask = os.umask(0o027)
+    try:
+        assert main(argv) == 0
+    finally:
+        os.umask(mask)
+    for folder in (out, src / "mine"):  # not mkdtemp's 0700: the group may read it, others not
+        assert folder.stat().st_mode & 0o777 == 0o750, folder
     first = snapshot(out)
-    (out / "stray.txt").write_text("left by hand in a generated site\n")
+    written = (out / output_dirs.FILES).read_text().splitlines()
+    assert "index.html" in written and "v1/index.html" in written and output_dirs.MARKER not in written
+    assert len(written) == len([p for p in out.rglob("*") if p.is_file()]) - 2  # all but the marker and the list
+    (out / "MY-NOTES.txt").write_text("left by hand in a generated site\n")
+    (out / "v1" / "mine").mkdir()
+    (out / "v1" / "mine" / "draft.md").write_text("a draft\n")
+    (src / "mine" / "todo.txt").write_text("to do\n")
+    capsys.readouterr()
     assert main(argv) == 0
+    said = " ".join(capsys.readouterr().err.split())
     assert snapshot(out) == first
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site", "site_src"]
-    assert sorted(p.name for p in src.iterdir()) == ["mine"]
+    assert snapshot(tmp_path / "site.kr-backup-1") == {".": "dir", "MY-NOTES.txt": snapshot_of(
+        "left by hand in a generated site\n"), "v1": "dir", "v1/mine": "dir", "v1/mine/draft.md": snapshot_of("a draft\n")}
+    assert (src / "mine.kr-backup-1" / "todo.txt").read_text() == "to do\n"
+    assert f"kept: what {out} held that no build wrote was moved to {tmp_path / 'site.kr-backup-1'}" in said
+    assert f"kept: what {src / 'mine'} held that no build wrote was moved to {src / 'mine.kr-backup-1'}" in said
+    # a site built before the tool listed its files: what this build writes again counts as written
+    (out / output_dirs.FILES).unlink()
+    (out / "MY-NOTES.txt").write_text("second\n")
+    assert main(argv) == 0
+    assert (tmp_path / "site.kr-backup-2" / "MY-NOTES.txt").read_text() == "second\n"
+    assert snapshot(out) == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "site", "site.kr-backup-1", "site.kr-backup-2",
+                                                          "site_src"]
+    assert sorted(p.name for p in src.iterdir()) == ["mine", "mine.kr-backup-1"]
+    assert snapshot(root) == inputs
+
+
+def snapshot_of(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_live_build_staging_is_not_stale(tmp_path: Path) -> None:
@@ -175,6 +209,7 @@ def test_live_build_staging_is_not_stale(tmp_path: Path) -> None:
         (live / "page.html").write_text("half-built\n")
         dead = tmp_path / f".site{output_dirs.STAGING}dead"
         dead.mkdir()
+        (dead / output_dirs.MARKER).write_text(output_dirs.BUILDING)  # a killed build's: it carries the marker
         (dead / "page.html").write_text("from a killed build\n")
         output_dirs.recover(target)
         assert live.is_dir() and not dead.exists()
@@ -192,8 +227,8 @@ from generator.cli import main
 point, target = sys.argv[1], sys.argv[2]
 build = os.getpid()  # the build: MkDocs runs in a child it forks, which dies with it
 die = lambda: os.kill(build, signal.SIGKILL)
-real_swap, real_exchange, real_rename, real_rmtree = (output_dirs.swap_in, output_dirs._exchange,
-                                                      os.rename, shutil.rmtree)
+real_swap, real_exchange, real_rename, real_discard = (output_dirs.swap_in, output_dirs._exchange,
+                                                       os.rename, output_dirs.discard)
 swapped = []
 
 def swap_in(new, to):
@@ -215,20 +250,20 @@ def rename(a, b):
     if point == "between renames" and str(a) == target:
         die()
 
-def rmtree(path, *args, **kwargs):
+def discard(path):
     staged = os.path.dirname(path) == os.path.dirname(target) and ".kr-" in os.path.basename(path)
     if point == "deleting old site" and target in swapped and staged:
         files = sorted(p for p in os.listdir(path) if os.path.isfile(os.path.join(path, p)))
-        for name in files[: len(files) // 2]:
+        for name in [f for f in files if f != output_dirs.MARKER][: len(files) // 2]:  # the marker goes last
             os.unlink(os.path.join(path, name))
         die()
-    real_rmtree(path, *args, **kwargs)
+    real_discard(path)
 
 def mkdocs(*args, **kwargs):
     die()
 
 output_dirs.swap_in, output_dirs._exchange, output_dirs.os.rename = swap_in, exchange, rename
-output_dirs.shutil.rmtree = rmtree
+output_dirs.discard = discard
 if point == "during mkdocs":
     import generator.pipeline.mkdocs_site as mkdocs_site  # build.py imports it when it builds
     mkdocs_site.build_version_site = mkdocs

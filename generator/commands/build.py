@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                              site_url=args.site_url, langs=langs, progress=progress, force=args.force,
                              cache=BuildCache(None if args.no_cache else default_root()))
     for target, backup in backups:
-        console.print(f"--force: what {target} held before was moved to {backup}", soft_wrap=True, markup=False)
+        console.print(f"kept: what {target} held that no build wrote was moved to {backup}", soft_wrap=True, markup=False)
     console.print(f"site written to {args.out}/", soft_wrap=True)
     return 0
 

@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from generator import output_dirs
+
+    json_out = output_dirs.json_target(args.json, "compare", [args.baseline, args.current]) if args.json else None
     metrics = list(dict.fromkeys(m for item in args.metrics for m in item.split(",") if m))
     outcome = comparison(args.baseline, args.current, metrics)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
@@ -65,10 +68,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(Text(rank_line(row)), soft_wrap=True)
     if outcome.gpus is not None and outcome.gpus["changed"]:
         print(f"compare: {gpu_line(outcome.gpus)}", file=sys.stderr)
-    if args.json:
-        report = outcome.as_json(str(args.baseline), str(args.current))
-        text = json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    if json_out is not None:
+        output_dirs.write_json(json_out, "compare", outcome.as_json(str(args.baseline), str(args.current)))
     return 1 if outcome.failed() else 0
 
 

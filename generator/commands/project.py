@@ -8,7 +8,6 @@ against. ``--json OUT`` writes every figure (deterministic).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -64,6 +63,10 @@ def read_version(report: Path, version_id: str) -> VersionInputs:
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError("--top", f"{args.top} kernels per stage; give 1 or more")
+
+    from generator import output_dirs
+
+    json_out = output_dirs.json_target(args.json, "project", _inputs(args)) if args.json else None
     target = load_chip(args.chip)
     inputs = read_version(args.report, args.source) if args.report else read_run(Path(args.source))
     if not len(inputs.kernel_metrics) or not len(inputs.kernel_summary):
@@ -73,10 +76,21 @@ def run(args: argparse.Namespace) -> int:
     result = what_if(inputs, metrics, target, shipped_chips(), other, args.top, model=args.model)
     console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else CI_WIDTH)
     _print(console, clean_tree(result))
-    if args.json:
-        text = json.dumps(json_safe(result), sort_keys=True, indent=2, ensure_ascii=False)
-        args.json.write_text(text + "\n", encoding="utf-8")
+    if json_out is not None:
+        output_dirs.write_json(json_out, "project", json_safe(result))
     return 0
+
+
+def _inputs(args: argparse.Namespace) -> list[Path]:
+    """Every file and run directory this projection reads (what ``--json`` must not touch)."""
+    paths = [Path(args.chip)] if Path(args.chip).exists() else []
+    paths += [args.validate] if args.validate else []
+    if not args.report:
+        return [*paths, Path(args.source)]
+    from generator.pipeline.config import load_report
+
+    config = load_report(args.report)
+    return [*paths, args.report, *config.input_paths()]
 
 
 def _ms(ns: float | None) -> str:

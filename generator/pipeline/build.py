@@ -65,7 +65,8 @@ def build_site(
     cache: BuildCache | None = None,
 ) -> list[tuple[Path, Path]]:
     """Build every version of every report into ``out`` (and Markdown into ``src``), atomically; the
-    (directory, backup) pairs of directories no build wrote whose content was moved aside (``force``).
+    (directory, backup) pairs where what a directory held that no build wrote was moved aside (a
+    user's files in a site, or all of a directory no build wrote with ``force``).
 
     ``cache`` holds parsed inputs between builds (default: :func:`build_cache.default_root`) and
     the records of which versions' pages can be kept as they are.
@@ -75,11 +76,14 @@ def build_site(
     """
     langs = langs or list(LANGS)
     jobs = _jobs(report_files)
-    inputs = [path for job in jobs for path in (job.path, *job.config.input_paths())]
+    inputs = [path for job in jobs for path in (job.path, *job.config.input_paths(), *_chip_files(job))]
     out, src = output_dirs.refuse_unsafe(out, "--out", inputs), output_dirs.refuse_unsafe(src, "--src", inputs)
     output_dirs.refuse_overlap(out, src)
     for option, target in [("--out", out), *(("--src", src / job.config.id) for job in jobs)]:
         output_dirs.refuse_unowned(output_dirs.refuse_unsafe(target, option, inputs), option, force=force)
+    cache_root = cache.root if cache is not None else default_root()
+    if cache_root is not None:  # the cache writes there too
+        output_dirs.refuse_input_overlap(cache_root.expanduser().resolve(), f"KERNEL_REPORT_CACHE {cache_root}", inputs)
     with _made_dirs_removed_on_failure([out, src]):
         return _build_into(jobs, out, src, site_url, langs, progress, cache)
 
@@ -127,6 +131,12 @@ def _build_into(jobs: list[ReportJob], out: Path, src: Path, site_url: str | Non
         backups = [output_dirs.swap_in(tmp_src[job.config.id], src / job.config.id) for job in jobs]
         backups.append(output_dirs.swap_in(tmp_out, out))
     return [(target, backup) for target, backup in zip(targets, backups) if backup is not None]
+
+
+def _chip_files(job: ReportJob) -> list[Path]:
+    """The chip files (not shipped chip names) a report projects onto: inputs too."""
+    base = job.path.resolve().parent
+    return [base / c.chip for c in job.config.chips if (base / c.chip).is_file()]
 
 
 def _jobs(report_files: list[Report]) -> list[ReportJob]:

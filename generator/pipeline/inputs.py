@@ -58,6 +58,7 @@ from generator.readers.nsys_sqlite import (
 from generator.readers.nvtx_stages import workload_stages
 from generator.readers.op_calls import calls_file, run_calls
 from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
+from generator.temp_dirs import TempDir
 
 T = TypeVar("T")
 #: How much lower the CPU priority of the child reading ncu reports ahead is (``nice``): the
@@ -75,7 +76,7 @@ class InputCache:
 
     def __init__(self, store: BuildCache | None = None) -> None:
         self.store = store or BuildCache(None)
-        self._tmp = tempfile.TemporaryDirectory(prefix="kernel-report-inputs-")
+        self._tmp = TempDir("kernel-report-inputs-")
         self._plain: dict[Path, Path] = {}
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
         self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}

@@ -17,6 +17,7 @@ from generator.model import Dataset
 from generator.readers.inflate import chunks, decompress
 from generator.readers.validate import checked
 from generator.run_layout import COMPRESSED
+from generator.temp_dirs import TempDir
 
 
 class Reader(Protocol):
@@ -137,7 +138,7 @@ def plain_file(path: Path) -> Iterator[Path]:
     if not path.is_file():
         raise InputError(path, "no such file")
     try:
-        folder = tempfile.TemporaryDirectory(prefix="kernel-report-")
+        folder = TempDir("kernel-report-")
     except OSError as exc:
         raise InputError(path, no_room(tempfile.gettempdir(), exc)) from None
     with folder as tmp:

@@ -8,13 +8,13 @@ import dataclasses
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from generator.errors import InputError
 from generator.model import Dataset
 from generator.readers import nsys_sqlite
 from generator.readers.base import sha256_of
+from generator.temp_dirs import TempDir
 
 MAGIC = b"NVIDIA Tegra Profiler Report"
 SUFFIXES = (".nsys-rep", ".qdrep")
@@ -39,7 +39,7 @@ class NsysRepReader:
         nsys = find_nsys()
         if nsys is None:
             raise InputError(path, f"needs nsys to convert; run `nsys export --type sqlite {path.name}`")
-        with tempfile.TemporaryDirectory(prefix="kernel-report-nsys-") as tmp:
+        with TempDir("kernel-report-nsys-") as tmp:
             out = Path(tmp) / f"{path.stem}.sqlite"
             argv = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out), str(path)]
             try:

@@ -13,7 +13,6 @@ else, whatever the machine has.
 from __future__ import annotations
 
 import os
-import tempfile
 from functools import cache
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -21,6 +20,7 @@ from xml.sax.saxutils import escape
 import vl_convert
 
 from generator.resources import FONTS, TEMPLATES
+from generator.temp_dirs import TempDir
 
 FONT = FONTS / "wqy-microhei-subset.ttf"
 #: written by tools/subset_font.py: the characters above ASCII that FONT has (first line), and
@@ -64,7 +64,7 @@ def wanted_characters() -> set[str]:
 def pin_fonts() -> None:
     """Load the renderer's font database from ``generator/fonts/`` only (once per process; it must
     come before any other vl-convert conversion of the process that lays out text)."""
-    with tempfile.TemporaryDirectory(prefix="kr-fonts-") as tmp:
+    with TempDir("kr-fonts-") as tmp:  # marked: a killed run's is removed by the next one
         conf = Path(tmp) / "fonts.conf"
         conf.write_text(f'<?xml version="1.0"?>\n<fontconfig><dir>{escape(str(FONTS))}</dir></fontconfig>\n',
                         encoding="utf-8")
