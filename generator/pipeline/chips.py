@@ -29,7 +29,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "dram_bandwidth_gbps": (1e-3, 1e7), "l2_mb": (1e-3, 1e6), "l2_bandwidth_gbps": (1e-3, 1e8),
     "link_gbps": (1e-3, 1e7), "launch_latency_us": (1e-4, 1e5), "tensor_bf16_tflops": (1e-3, 1e7),
     "tensor_fp16_tflops": (1e-3, 1e7), "tensor_fp8_tflops": (1e-3, 1e7), "tensor_tf32_tflops": (1e-3, 1e7),
-    "fp32_tflops": (1e-3, 1e7), "power_w": (1e-3, 1e7),
+    "fp32_tflops": (1e-3, 1e7), "power_w": (1e-3, 1e7), "launch_gap_us": (1e-4, 1e5),
+    "peer_copy_gbps": (1e-3, 1e7), "allreduce_busbw_gbps": (1e-3, 1e7),
 }
 
 
