@@ -175,8 +175,11 @@ def _chip(tmp_path: Path, change: Any) -> Path:
      "figures: dram_bandwidth_gbps.value 1e-300 is outside 0.001 … 1e+07"),
     (lambda d: d["figures"]["sm_count"].update(value=True), "figures.sm_count.value: Input should be a valid number"),
     (lambda d: d["figures"]["sm_count"].update(value="132"), "figures.sm_count.value: Input should be a valid number"),
-    (lambda d: d["figures"]["power_w"].update(measured={"value": -1.0}),
-     "figures.power_w.measured.value: Input should be greater than or equal to 0"),
+    (lambda d: d["figures"]["power_w"].update(source="measured",
+                                              measured={"method": "NVML", "repeats": 5, "spread_pct": -1.0}),
+     "figures.power_w.measured.spread_pct: Input should be greater than or equal to 0"),
+    (lambda d: d["figures"]["power_w"].update(measured={"method": "NVML", "repeats": 5, "spread_pct": 1.0}),
+     "figures.power_w: source measured and a measured block go together"),
 ])
 def test_implausible_chip_figures_are_one_line(change: Any, problem: str, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -199,9 +202,12 @@ def test_unbounded_chip_documents_are_one_line(text: str, problem: str, tmp_path
 
 
 def test_a_measured_block_is_taken() -> None:
-    """A probe's ``measured`` record beside a figure (issue 48) is part of the schema."""
-    chip = load_chip(H100)
-    assert chip.figures["sm_count"].value == 132
+    """A probe's ``measured`` record beside a figure (issue 48) is part of the schema: the shipped H100
+    probe file loads with its method, repeats and spread."""
+    chip = load_chip("h100-sxm-measured")
+    dram = chip.figures["dram_bandwidth_gbps"]
+    assert dram.value == 3085.0 and dram.source == "measured"
+    assert dram.measured == {"method": dram.measured["method"], "repeats": 15, "spread_pct": 0.42, "median": 3069.0}
 
 
 @pytest.mark.parametrize("top", ["0", "-5"])
