@@ -127,7 +127,7 @@ def test_the_site_page_says_what_compare_says(example: list, tmp_path: Path) -> 
     _stage_rows(page, report)
     assert [r["kernel_verdict"] for r in report["stages"]] == [
         "faster", "faster", "not enough launches", "faster", "faster", "faster"]
-    assert "params.attn\\_impl: eager → sdpa" in page  # Markdown-escaped
+    assert "- the workload parameter `attn_impl`: `eager` → `sdpa`" in page  # worded, names and values as code
     longest = next(ln for ln in page.splitlines() if ln.startswith("The longest profiled kernel changed from"))
     assert longest.index("Softmax-1 (FP32)") < longest.index("cuDNN Conv Forward (BF16)")
 
