@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip, Figure, Target
 from generator.errors import InputError
 from generator.model import VersionInputs
-from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig, key_path
+from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig
 from generator.pipeline.inputs import InputCache, version_inputs
-from generator.readers.documents import load_yaml
+from generator.readers.documents import key_path, load_yaml
 from generator.run_layout import MANIFEST
 
 #: the chips the package ships: generator/chips/<key>.yaml
