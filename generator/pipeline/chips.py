@@ -12,9 +12,9 @@ from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip
 from generator.errors import InputError
 from generator.languages import DEFAULT_LANG, LANGS
 from generator.model import VersionInputs
-from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig, key_path
+from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig
 from generator.pipeline.inputs import InputCache, version_inputs
-from generator.readers.documents import load_yaml
+from generator.readers.documents import key_path, load_yaml
 from generator.run_layout import MANIFEST
 
 #: the chips the package ships: generator/chips/<key>.yaml

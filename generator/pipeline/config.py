@@ -34,6 +34,7 @@ from generator.model import ReportMeta, VersionMeta
 from generator.pipeline.bounded_glob import expand
 from generator.pipeline.stage_choice import StagesFrom, option_source
 from generator.readers import sniffed
+from generator.readers.documents import key_path
 from generator.readers.manifest import read_manifest
 from generator.run_layout import MANIFEST
 from generator.text_safety import first_unsafe
@@ -298,14 +299,6 @@ def untranslated(config: ReportConfig, langs: list[str]) -> dict[str, list[str]]
         texts += [(f"versions[{index}].notes", version.notes)] if version.notes else []
     missing = {lang: [key for key, text in texts if lang not in given_languages(text)] for lang in langs}
     return {lang: keys for lang, keys in missing.items() if keys}
-
-
-def key_path(loc: tuple[str | int, ...]) -> str:
-    """``("versions", 1, "inputs", "ncu", 0)`` → ``versions[1].inputs.ncu[0]``."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
 
 
 #: What each key takes, in plain words (by the key's name; a list item by its list's name).
