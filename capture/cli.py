@@ -50,6 +50,10 @@ def _capture_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"iterations timed with and without module ranges during the nsys pass (0: none; default "
                         f"{OVERHEAD_RUNS})")
     p.add_argument("--clock-control", default="none", choices=["none", "base"], help="ncu clock control")
+    p.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
+                   help="run the workload as N ranks under torchrun, one per GPU; nsys records every rank (default 1)")
+    p.add_argument("--ncu-rank", type=int, default=0, metavar="R",
+                   help="with --nproc-per-node: the rank ncu profiles while the others run unprofiled (default 0)")
     p.add_argument("--dry-run", action="store_true", help="print the exact commands and exit")
     workload_params.add_arguments(p)
 
@@ -63,8 +67,22 @@ def _config(args: argparse.Namespace, run_dir: Path, params: workload_params.Par
         ncu_metrics=tuple(dict.fromkeys([*cmd.REPORT_METRICS, *(m for m in (args.ncu_metrics or "").split(",") if m)])),
         all_launch_configs=args.all_launch_configs,
         overhead_runs=OVERHEAD_RUNS if args.overhead_runs is None else args.overhead_runs,
-        clock_control=args.clock_control,
+        clock_control=args.clock_control, nproc_per_node=args.nproc_per_node, ncu_rank=args.ncu_rank,
     )
+
+
+def check_ranks(args: argparse.Namespace) -> None:
+    """WorkloadError for rank options that cannot run together."""
+    n, tp = args.nproc_per_node, args.tp
+    if n < 1:
+        raise WorkloadError(f"--nproc-per-node must be at least 1 (got {n})")
+    if not 0 <= args.ncu_rank < n:
+        raise WorkloadError(f"--ncu-rank must name one of the {n} ranks, 0 to {n - 1} (got {args.ncu_rank})")
+    if n > 1 and args.include_nccl:
+        raise WorkloadError("--include-nccl with several ranks: ncu would replay collectives that the other, "
+                            "unprofiled ranks never join again")
+    if tp is not None and (tp < 1 or tp != n):
+        raise WorkloadError(f"--tp {tp} needs --nproc-per-node {tp} (one rank per tensor-parallel part; got {n})")
 
 
 def _dry_run(cfg: RunConfig) -> None:
@@ -148,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "workload", None):  # a bad name fails here, before any tool runs
             check_name(args.workload)
+            check_ranks(args)
             if args.func is cmd_sweep and not args.dry_run:  # before the sweep's folder is made; a run's
                 resolve(args.workload)  # capture imports it beside the environment probe (run.check)
         return args.func(args)

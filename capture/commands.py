@@ -19,14 +19,32 @@ NSYS_EXTRA_REPORTS: tuple[str, ...] = ("nvtx_sum", "cuda_api_sum")
 
 
 def worker_argv(python: str, workload: str, params: Params, stages_out: Path | None = None,
-                overhead_runs: int = 0, profile_plan: Path | None = None, calls_out: Path | None = None) -> list[str]:
+                overhead_runs: int = 0, profile_plan: Path | None = None, calls_out: Path | None = None,
+                link: bool = False) -> list[str]:
     """The nsys run (``stages_out``) also marks the operator calls the ncu run's windows are placed by
-    and writes their shapes to ``calls_out``."""
+    and writes their shapes to ``calls_out`` (and, with ``link``, measures the ranks' all-reduce)."""
     argv = [python, "-m", "capture.worker", "--workload", workload, *to_argv(params)]
     argv += ["--stages-out", str(stages_out), "--mark-operators"] if stages_out else []
     argv += ["--calls-out", str(calls_out)] if stages_out and calls_out else []
+    argv += ["--link"] if stages_out and link else []
     argv += ["--overhead-runs", str(overhead_runs)] if overhead_runs else []
     return argv + (["--profile-plan", str(profile_plan)] if profile_plan else [])
+
+
+def torchrun(nproc: int, argv: list[str]) -> list[str]:
+    """``argv`` (``PYTHON -m MODULE ARGS…``) as ``nproc`` ranks of one node under torchrun
+    (``python -m torch.distributed.run``; a free rendezvous port on this host)."""
+    python, flag, module, *args = argv
+    assert flag == "-m", argv
+    return [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            "--module", module, *args]
+
+
+def ncu_one_rank(nproc: int, profile_rank: int, ncu: list[str], worker: list[str]) -> list[str]:
+    """The ncu run of a multi-rank job: torchrun starts ``capture.rank_exec`` per rank, which runs
+    ``ncu … worker`` in rank ``profile_rank`` and the plain worker in the others."""
+    return torchrun(nproc, [worker[0], "-m", "capture.rank_exec", "--profile-rank", str(profile_rank), "--",
+                            *ncu, "--worker", *worker])
 
 
 def nsys_profile(nsys: str, layout: RunLayout, worker: list[str]) -> list[str]:

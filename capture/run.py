@@ -62,6 +62,8 @@ class RunConfig:
     clock_control: str = "none"
     all_launch_configs: bool = False  # every launch configuration in every stage, not one launch per (kernel, stage)
     overhead_runs: int = OVERHEAD_RUNS  # iterations timed with and without module ranges during the nsys pass
+    nproc_per_node: int = 1  # ranks under torchrun, one per GPU (1: the worker alone)
+    ncu_rank: int = 0  # the rank ncu profiles when nproc_per_node > 1
     python: str = field(default_factory=lambda: sys.executable)
 
     def __post_init__(self) -> None:
@@ -77,7 +79,11 @@ class RunConfig:
         run opens the profile windows of ``plan`` (with ``params``, else the capture's)."""
         overhead = self.overhead_runs if stages_out else 0
         return cmd.worker_argv(self.python, self.workload, params or self.params, stages_out, overhead, plan,
-                               self.layout.calls_csv)
+                               self.layout.calls_csv, link=self.nproc_per_node > 1)
+
+    def launch(self, worker: list[str]) -> list[str]:
+        """The nsys run's worker, under torchrun with several ranks."""
+        return cmd.torchrun(self.nproc_per_node, worker) if self.nproc_per_node > 1 else worker
 
 
 def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[str, list[str], Path | None]]:
@@ -87,7 +93,7 @@ def planned_commands(cfg: RunConfig, nsys: str, ncu: str | None) -> list[tuple[s
     lay = cfg.layout
     stages = list(cfg.stages or declared_stages(cfg.workload) or ["<stages of the nsys pass>"])
     plan = [
-        ("nsys profile", cmd.nsys_profile(nsys, lay, cfg.worker(lay.stages_json)), None),
+        ("nsys profile", cmd.nsys_profile(nsys, lay, cfg.launch(cfg.worker(lay.stages_json))), None),
         ("nsys export", cmd.nsys_export(nsys, lay), None),
         ("nsys stats all", cmd.nsys_stats(nsys, lay, [cmd.NSYS_STATS_REPORT, *cmd.NSYS_EXTRA_REPORTS], "all"), None),
         *((f"nsys stats {s}", cmd.nsys_stats(nsys, lay, [cmd.NSYS_STATS_REPORT], s, stage=s), None) for s in stages),
@@ -109,11 +115,15 @@ def _includes(cfg: RunConfig, stages: list[str]) -> list[str]:
 
 def _ncu_profile(cfg: RunConfig, ncu: str, includes: list[str], regex: str, plan: Path | None,
                  suffix: str = "", launches: int = 1, params: Params | None = None) -> list[str]:
-    return cmd.ncu_profile(
-        ncu, cfg.layout, cfg.worker(plan=plan, params=params), includes=includes, kernel_regex=regex, sections=cfg.ncu_sections,
+    """The ncu run; with several ranks, ncu wraps rank ``cfg.ncu_rank``'s worker only."""
+    worker = cfg.worker(plan=plan, params=params)
+    ranks = cfg.nproc_per_node > 1
+    argv = cmd.ncu_profile(
+        ncu, cfg.layout, [] if ranks else worker, includes=includes, kernel_regex=regex, sections=cfg.ncu_sections,
         section_set=cfg.ncu_set, metrics=list(cfg.ncu_metrics), clock_control=cfg.clock_control, suffix=suffix,
         launch_count=launches,
     )
+    return cmd.ncu_one_rank(cfg.nproc_per_node, cfg.ncu_rank, argv, worker) if ranks else argv
 
 
 def environment(python: str) -> dict:
@@ -352,6 +362,13 @@ FALLBACK_NOTE = ("the measured iteration launched other kernels than its plain r
                  "operator window, which do not change the program")
 
 
+#: What a multi-rank manifest's top-level records are.
+RANKS_NOTE = ("several ranks (torchrun): 'ranks' holds each rank's pid, GPU, stages, energy and clocks; the "
+              "top-level energy, clocks and tokens are rank 0's; top-N, the fidelity check and nsys stats count "
+              "the launches of every rank; ncu profiled rank 'ncu_rank' alone while the others ran unprofiled "
+              "(collectives are never replayed); ops/calls.csv is rank 0's operator calls, calls.rank<N>.csv the others'")
+
+
 def fidelity(sqlite: Path, stages: list[str]) -> dict:
     """The manifest's ``fidelity``: the measured stages' kernels against the plain repeat's."""
     measured = stage_kernels(sqlite, {s: s for s in stages})
@@ -383,8 +400,9 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
     lay = cfg.layout
     progress("nsys: profiling the workload")
     lay.nsys_rep.parent.mkdir()
-    with man.phase("nsys_profile", [cmd.nsys_profile(nsys, lay, cfg.worker(lay.stages_json))]):
-        _tool("nsys_profile", cmd.nsys_profile(nsys, lay, cfg.worker(lay.stages_json)), lay)
+    profile = cmd.nsys_profile(nsys, lay, cfg.launch(cfg.worker(lay.stages_json)))
+    with man.phase("nsys_profile", [profile]):
+        _tool("nsys_profile", profile, lay)
         if not lay.nsys_rep.is_file():
             raise PhaseFailed("nsys wrote no report.nsys-rep (logs/nsys_profile.stdout)")
         if not lay.stages_json.is_file():
@@ -395,6 +413,9 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
         man.set(stages=stages, stages_entered=measured, module_ranges=worker["module_ranges"],
                 module_overhead=worker["module_overhead"], operator_calls_marked=worker["operator_calls"],
                 tokens=worker.get("tokens"), energy=worker.get("energy"), clocks=worker.get("clocks"))
+        if worker.get("ranks"):
+            man.set(ranks=worker["ranks"], link=worker.get("link"), ncu_rank=cfg.ncu_rank)
+            man.note(RANKS_NOTE)
         if not stages:
             raise PhaseFailed(f"no measured stage to profile (entered: {', '.join(measured) or 'none'})")
     unknown = sorted(set(cfg.stages or ()) - set(measured))

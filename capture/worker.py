@@ -15,16 +15,22 @@ boundaries (:mod:`capture.workloads.energy`). ``--calls-out FILE`` writes the ma
 operator calls (:mod:`capture.workloads.shapes`). The JSON also holds ``tokens`` (the workload's
 ``generated_tokens``, see :mod:`capture.workloads`).
 ``--profile-plan FILE`` (the ncu run) opens the profile windows of :mod:`capture.workloads.windows`.
+
+Under ``torchrun`` (``WORLD_SIZE`` > 1) each rank joins the process group first and runs on its own
+GPU (:mod:`capture.workloads.distributed`); rank 0 writes ``--stages-out`` with every rank's record
+under ``ranks`` (pid, GPU, energy, clocks, stages) and the ``link`` all-reduce measurement
+(``--link``); the other ranks write their operator calls beside rank 0's as ``*.rank<N>.csv``.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from capture.workloads import PRESETS, WorkloadError, generated_tokens, modules, overhead, resolve, stages
+from capture.workloads import PRESETS, WorkloadError, distributed, generated_tokens, modules, overhead, resolve, stages
 from capture.workloads import params as workload_params
 from capture.workloads.energy import Energy
 from capture.workloads.ops import Marks, Operators
@@ -41,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
                    help="mark each operator call of the first and the last warm-up iteration, and the measured iteration (NVTX)")
     p.add_argument("--calls-out", type=Path, help="write each marked operator call's shapes, FLOP and bytes (CSV) here")
     p.add_argument("--profile-plan", type=Path, help="open the ncu profile windows this plan (JSON) names")
+    p.add_argument("--link", action="store_true",
+                   help="under torchrun: measure all-reduce bus bandwidth after the measured iteration")
     workload_params.add_arguments(p)
     return p
 
@@ -125,18 +133,39 @@ def run(workload: str, params: workload_params.Params, overhead_runs: int = 0, p
             "tokens": {"generated": generated_tokens(iteration)}, **repeat}
 
 
+def rank_calls(path: Path, rank: int) -> Path:
+    """Where a rank other than 0 writes its operator calls: beside rank 0's, ``NAME.rank<N>.csv``."""
+    return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    params = workload_params.from_namespace(args)
+    rank = distributed.from_environment()
     try:
+        if rank:
+            params = dataclasses.replace(params, device=distributed.join(rank, params.device))
         plan = Plan.load(args.profile_plan) if args.profile_plan else None
         calls = Calls() if args.calls_out else None
-        result = run(args.workload, workload_params.from_namespace(args), args.overhead_runs, plan,
+        result = run(args.workload, params, args.overhead_runs, plan,
                      Marks() if args.mark_operators else None, calls)
         if calls:
-            calls.write(args.calls_out)
+            calls.write(rank_calls(args.calls_out, rank.rank if rank else 0))
+        if rank:
+            link = distributed.link(params.device) if args.link else None
+            record = {**distributed.describe(rank, params.device),
+                      **{k: result.get(k) for k in ("stages", "energy", "clocks", "tokens")}}
+            ranks = distributed.gather(record)
+            if ranks is None:  # not rank 0: rank 0 writes the stages file
+                print(json.dumps({"rank": rank.rank, "stages": result["stages"]}))
+                return 0
+            result.update(ranks=ranks, link=link, world_size=rank.world_size)
     except (WorkloadError, ValueError) as exc:
         print(f"capture.worker: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if rank:
+            distributed.leave()
     if args.stages_out:
         args.stages_out.write_text(json.dumps(result, indent=1))
     print(json.dumps({"stages": result["stages"]}))

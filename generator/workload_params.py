@@ -14,7 +14,7 @@ WORKLOAD_PARAMS: dict[str, tuple[str, ...]] = {
     "ocr-vlm": ("dtype", "model", "layers", "batch", "image_size", "prompt_len", "new_tokens", "attn_impl",
                 "seed"),
     "llm-decode": ("dtype", "model", "layers", "batch", "prompt_len", "new_tokens", "attn_impl", "cuda_graph",
-                   "seed"),
+                   "seed", "tp"),
     "vit": ("dtype", "model", "layers", "batch", "image_size", "attn_impl", "seed"),
     "gemm": ("dtype", "model", "m", "n", "k", "seed"),
 }

@@ -25,6 +25,7 @@ class Params:
     seed: int = 0
     cuda_graph: bool = False
     module_depth: int | None = None
+    tp: int | None = None
 
     def torch_dtype(self):  # -> torch.dtype
         import torch
@@ -54,6 +55,8 @@ _HELP = {
     "cuda_graph": "llm-decode: static KV cache, the decode step captured once as a CUDA graph and replayed",
     "module_depth": "NVTX ranges around nn.Module forwards down to this depth of the module tree "
                     "(default: 5 for presets, 0 for module:function; 0 = off)",
+    "tp": "llm-decode: tensor-parallel ranks through transformers' own plan (tp_plan='auto'); needs "
+          "--nproc-per-node equal to it (default: none, each rank holds the whole model)",
 }
 
 
