@@ -34,7 +34,7 @@ setup: $(BIN)/python
 
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[capture,test]'
+	$(BIN)/pip install -q -e '.[capture,test,cluster]'
 
 # Headless Chromium and a CJK font for the browser tests (Debian packages; needs root or sudo).
 system-deps:
