@@ -9,6 +9,7 @@ reads the ranks with generator.pipeline.rank_map.read_ranks: forked workers (one
 machine's CPUs at a time; and one worker for the one-rank reference), then the same through a local
 Dask cluster of as many single-thread worker processes. Printed per run: wall time of the read (a
 cluster's start excluded, printed apart), speed-up over one rank on one worker scaled by the ranks,
+the workers' CPU time per rank (the work, apart from how much of the machine the run got),
 peak RSS (VmHWM) of each worker (forked workers: polled every 20 ms from /proc while they live; Dask
 workers: read on them at the end) and of the parent, and whether the tables equal the forked ones.
 Targets (issue 49): 8 ranks in ≤ 1.3 × (8 / workers) × the one-rank time; peak per worker ≤ the
@@ -98,20 +99,25 @@ def measure(mode: str, files: list[str], workers: int) -> None:
             with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                               dashboard_address=None) as cluster, rank_map.scheduler(cluster.scheduler_address):
                 out["cluster_start_s"] = time.perf_counter() - start
-                start = time.perf_counter()
-                tables = rank_map.read_ranks(cache, ranks)
-                out["seconds"] = time.perf_counter() - start
                 from distributed import Client
 
                 with Client(cluster.scheduler_address) as client:
+                    cpu = client.run(time.process_time)
+                    start = time.perf_counter()
+                    tables = rank_map.read_ranks(cache, ranks)
+                    out["seconds"] = time.perf_counter() - start
+                    out["worker_cpu_s"] = sum(client.run(time.process_time).values()) - sum(cpu.values())
                     peaks = client.run(lambda: _hwm("self"))
                 out["worker_peaks"] = sorted(peaks.values())
         else:
             poller = Poller()
             poller.start()
+            cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             tables = rank_map.read_ranks(cache, ranks, workers=workers)
             out["seconds"] = time.perf_counter() - start
+            done = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out["worker_cpu_s"] = done.ru_utime + done.ru_stime - cpu.ru_utime - cpu.ru_stime
             poller.stop.set()
             poller.join()
             out["worker_peaks"] = sorted(poller.peaks.values())
@@ -155,11 +161,12 @@ def main() -> int:
             os.link(base, files[-1])
         run_child("forked", files[:1], 1)  # warm the page cache
         one = run_child("forked", files[:1], 1)
-        print(f"one rank, one worker: {one['seconds']:.2f} s, worker peak {max(one['worker_peaks']) / mib:,.0f} MiB, "
-              f"parent peak {one['parent_peak'] / mib:,.0f} MiB")
+        print(f"one rank, one worker: {one['seconds']:.2f} s (worker CPU {one['worker_cpu_s']:.2f} s), "
+              f"worker peak {max(one['worker_peaks']) / mib:,.0f} MiB, parent peak {one['parent_peak'] / mib:,.0f} MiB")
         modes = ["forked"] + ([] if args.no_dask else ["dask"])
-        print("| how | ranks | workers | wall s | speed-up | target s | worker peak MiB (max) | parent peak MiB | same |")
-        print("|---|--:|--:|--:|--:|--:|--:|--:|---|")
+        print("| how | ranks | workers | wall s | speed-up | target s | worker CPU s per rank | worker peak MiB (max) "
+              "| parent peak MiB | same |")
+        print("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
         for n in counts:
             want = None
             for mode in modes:
@@ -169,7 +176,7 @@ def main() -> int:
                 target = 1.3 * n / min(workers, n) * one["seconds"]
                 extra = f" (cluster start {got['cluster_start_s']:.1f} s)" if mode == "dask" else ""
                 print(f"| {mode}{extra} | {n} | {min(workers, n) if mode == 'forked' else workers} | "
-                      f"{got['seconds']:.2f} | {speed:.2f} | {target:.2f} | "
+                      f"{got['seconds']:.2f} | {speed:.2f} | {target:.2f} | {got['worker_cpu_s'] / n:.2f} | "
                       f"{max(got['worker_peaks']) / mib:,.0f} | {got['parent_peak'] / mib:,.0f} | "
                       f"{'yes' if got['digest'] == want and got['kernels'] == n * one['kernels'] else 'NO'} |",
                       flush=True)

@@ -4,6 +4,7 @@ LocalCluster give the tables and the collectives / ranks frames of the sequentia
 2 × H200 export as one export and as one export per rank."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -70,13 +71,18 @@ def test_dask_cluster_gives_the_same_ranks_and_collectives(which: str, cluster: 
     here = _frames(exports)
     with rank_map.scheduler(cluster):
         there = _frames(exports)
-        facts = rank_facts(FIXTURE)
     pd.testing.assert_frame_equal(there["ranks"], here["ranks"])
     pd.testing.assert_frame_equal(there["collectives"], here["collectives"])
     pd.testing.assert_frame_equal(there["collectives"], analysed["collectives"])
     _same_tables(list(there["tables"]), list(here["tables"]))
-    assert facts == rank_facts(FIXTURE)
     assert rank_map._scheduler is None  # the block's end restores reading here
+
+
+def test_inspect_lists_ranks_on_the_cluster(cluster: str, capsys) -> None:
+    assert main(["inspect", "--json", "--dask-scheduler", cluster, str(FIXTURE)]) == 0
+    (summary,) = json.loads(capsys.readouterr().out)
+    facts = rank_facts(FIXTURE)
+    assert {k: summary[k] for k in facts} == facts and len(facts["ranks"]) == 2
 
 
 def test_unreachable_scheduler_is_one_line(monkeypatch, capsys) -> None:
