@@ -1,18 +1,20 @@
-"""Ranks read as a per-rank map: one forked worker per rank, as many at a time as the build has CPUs,
-or the same functions on a Dask cluster (``--dask-scheduler``), results merged in rank order.
+"""Ranks read as a per-rank map: a pool of forked workers, as many as the build has CPUs, or the same
+functions on a Dask cluster (``--dask-scheduler``), results merged in rank order.
 
-Each worker reads one rank (readers.nsys_ranks.read_rank) and sends back its tables with every name
-column a pandas Categorical (a code per row, each name once), so a worker holds one rank and what
-crosses the pipe is small; here the names come back as the same object columns the sequential read
-gives (values equal, each name one shared string). On a cluster only paths are sent: the workers
+The workers are forked together before any rank is read (a worker forked later would carry the
+ranks this process holds by then); each reads one rank at a time (readers.nsys_ranks.read_rank)
+and sends back its tables with every name column a pandas Categorical (a code per row, each name
+once), so a worker holds one rank and what crosses the pipe is small; here the names come back in
+the string dtype the sequential read gives (values equal, each name one shared string). On a cluster only paths are sent: the workers
 read the files where they are (a compressed export is decompressed on the worker), so every worker
 needs this package and the files at the same path; the optional ``cluster`` extra installs Dask.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
+import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from generator.errors import InputError
-from generator.forks import fork_safe, side_by_side
+from generator.forks import fork_safe
 from generator.machine import cpus
 from generator.model import RankTables
 from generator.readers import nsys_ranks
@@ -38,6 +40,8 @@ CONNECT_TIMEOUT = 10
 _FRAMES = ("kernels", "ranges", "calls")
 #: The Dask scheduler ranks are read on in this process and its forks (None: forked workers here).
 _scheduler: str | None = None
+#: The InputCache of the :func:`read_ranks` call whose workers are being forked.
+_forked_cache: InputCache | None = None
 
 
 @contextmanager
@@ -65,14 +69,24 @@ def processes(exports: Sequence[Path], cache: InputCache | None = None) -> list[
 
 
 def read_ranks(cache: InputCache, ranks: Sequence[Rank], workers: int | None = None) -> list[RankTables]:
-    """Each rank's tables, in the order given: on the cluster when one is in use, else each rank in a
-    forked worker (``cache``'s decompressed copies shared), ``workers`` (default: the CPUs this build
-    may use) at a time; in this process where forking is not safe."""
+    """Each rank's tables, in the order given: on the cluster when one is in use, else in a pool of
+    ``workers`` (default: the CPUs this build may use) forked workers sharing ``cache``'s decompressed
+    copies; in this process for one rank or where forking is not safe. The first failure in rank
+    order is raised."""
     if _scheduler is not None:
         found = _on_cluster(_scheduler, _rank_of, [(str(path), int(gpid), int(gpu)) for path, gpid, gpu in ranks])
+    elif len(ranks) < 2 or not fork_safe():
+        found = [compact(cache.rank(path, int(gpid), int(gpu))) for path, gpid, gpu in ranks]
     else:
-        calls = [functools.partial(_compact_rank, cache, path, int(gpid), int(gpu)) for path, gpid, gpu in ranks]
-        found = side_by_side(calls, workers or cpus(), here=not fork_safe())
+        global _forked_cache
+        _forked_cache = cache  # what the workers forked below inherit
+        try:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(min(workers or cpus(), len(ranks)), mp_context=context) as pool:
+                futures = [pool.submit(_compact_rank, path, int(gpid), int(gpu)) for path, gpid, gpu in ranks]
+                found = [future.result() for future in futures]
+        finally:
+            _forked_cache = None
     return [expanded(tables) for tables in found]
 
 
@@ -96,9 +110,10 @@ def _named(frame: pd.DataFrame, dtype: str | None) -> pd.DataFrame:
     return frame.assign(name=plain.where(names.notna(), None) if plain.dtype == object else plain)
 
 
-def _compact_rank(cache: InputCache, path: Path, global_pid: int, gpu: int) -> RankTables:
-    """In a forked worker: one rank read through ``cache``, compacted."""
-    return compact(cache.rank(path, global_pid, gpu))
+def _compact_rank(path: Path, global_pid: int, gpu: int) -> RankTables:
+    """In a forked worker: one rank read through the cache it inherited, compacted."""
+    assert _forked_cache is not None
+    return compact(_forked_cache.rank(path, global_pid, gpu))
 
 
 def _processes_of(path: str) -> pd.DataFrame:
