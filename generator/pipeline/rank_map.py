@@ -71,11 +71,11 @@ def processes(exports: Sequence[Path], cache: InputCache | None = None) -> list[
 def read_ranks(cache: InputCache, ranks: Sequence[Rank], workers: int | None = None) -> list[RankTables]:
     """Each rank's tables, in the order given: on the cluster when one is in use, else in a pool of
     ``workers`` (default: the CPUs this build may use) forked workers sharing ``cache``'s decompressed
-    copies; in this process for one rank or where forking is not safe. The first failure in rank
+    copies; in this process where forking is not safe. The first failure in rank
     order is raised."""
     if _scheduler is not None:
         found = _on_cluster(_scheduler, _rank_of, [(str(path), int(gpid), int(gpu)) for path, gpid, gpu in ranks])
-    elif len(ranks) < 2 or not fork_safe():
+    elif not fork_safe():
         found = [compact(cache.rank(path, int(gpid), int(gpu))) for path, gpid, gpu in ranks]
     else:
         global _forked_cache
