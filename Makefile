@@ -37,7 +37,7 @@ setup: $(BIN)/python
 
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[capture,test,agent]'
+	$(BIN)/pip install -q -e '.[capture,test,agent,cluster]'
 
 # Headless Chromium and a CJK font for the browser tests (Debian packages; needs root or sudo).
 system-deps:

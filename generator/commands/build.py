@@ -56,11 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="read every input afresh, neither using nor filling the build cache (its folder: "
                              "KERNEL_REPORT_CACHE, default the user cache folder; size: KERNEL_REPORT_CACHE_MAX_MB)")
     parser.add_argument("--site-url", help="published base URL, e.g. https://ORG.github.io/REPO/")
+    parser.add_argument("--dask-scheduler", metavar="ADDRESS",
+                        help="read the ranks of multi-rank exports on this Dask cluster, where the files are "
+                             "(needs the 'cluster' extra; default: one process per rank here)")
     parser.add_argument("--lang", default=",".join(LANGS),
                         help=f"site languages, the default first (default: {','.join(LANGS)})")
 
 
 def run(args: argparse.Namespace) -> int:
+    from generator.pipeline import rank_map
     from generator.pipeline.build import build_site  # heavy imports (mkdocs, analyses) only when building
     from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.config import untranslated
@@ -78,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
+    with rank_map.scheduler(args.dask_scheduler), \
+            Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         backups = build_site(list(reports), args.out, args.src or default_src(paths, args.out),
                              site_url=args.site_url, langs=langs, progress=progress, force=args.force,
                              cache=BuildCache(None if args.no_cache else default_root()))

@@ -5,7 +5,6 @@ import argparse
 import dataclasses
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from generator.metric_table import CANONICAL_METRIC_NAMES
 from generator.model import Dataset, whole_graphs
 from generator.pipeline.inputs import load_manifest, manifest_stages
 from generator.readers import read
-from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
+from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 from generator.text_safety import clean_text
 
 HELP = ("say what each profiler file is and summarize its kernels, GPUs and NVTX ranges; summarize a capture run "
@@ -37,9 +36,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON (deterministic)")
     parser.add_argument("--full", action="store_true",
                         help="show the kernels' full profiler names (default: unique friendly names)")
+    parser.add_argument("--dask-scheduler", metavar="ADDRESS",
+                        help="list the ranks of nsys exports on this Dask cluster, where the files are "
+                             "(needs the 'cluster' extra)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from generator.pipeline import rank_map
+
+    with rank_map.scheduler(args.dask_scheduler):
+        return _inspect(args)
+
+
+def _inspect(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     summaries: list[dict[str, Any]] = []
     failed = False
@@ -99,11 +108,10 @@ def summarize(ds: Dataset) -> dict[str, Any]:
 def rank_facts(path: Path) -> dict[str, Any]:
     """``{"ranks": [...], "rank_order": ...}`` of an nsys export of several ranks (process with its
     GPU, readers.nsys_ranks), in launcher order; nothing for one rank."""
-    from generator.readers.base import plain_file
-    from generator.readers.nsys_ranks import order_ranks, rank_processes
+    from generator.pipeline import rank_map
+    from generator.readers.nsys_ranks import order_ranks
 
-    with plain_file(path) if path.suffix in COMPRESSED else nullcontext(path) as plain:
-        processes = rank_processes(plain)
+    processes = rank_map.processes([path])[0]
     if len(processes) < 2:
         return {}
     ordered, source = order_ranks(processes)

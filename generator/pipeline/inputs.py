@@ -40,6 +40,7 @@ from generator.model import (
     ranked,
     renumber_launches,
 )
+from generator.pipeline import rank_map
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.pipeline.stage_choice import entry_stages
@@ -417,15 +418,14 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
 def version_ranks(exports: list[Path], cache: InputCache) -> tuple[tuple[RankTables, ...], str | None]:
     """The ranks of a version's nsys SQLite exports in launcher order, each on the earliest session's
     clock, and how they were ordered; nothing for one rank (a single-GPU version reads as before)."""
-    found = [cache.rank_processes(path) for path in exports]
-    found = [f for f in found if len(f)]
+    found = [f for f in rank_map.processes(exports, cache) if len(f)]
     if not found or sum(len(f) for f in found) < 2:
         return (), None
     ordered, source = nsys_ranks.order_ranks(pd.concat(found, ignore_index=True))
     first = int(ordered["session_utc_ns"].min())
-    return tuple(nsys_ranks.shifted(cache.rank(Path(row.path), int(row.global_pid), int(row.gpu)),
-                                    int(row.session_utc_ns) - first)
-                 for row in ordered.itertuples()), source
+    read = rank_map.read_ranks(cache, [(Path(row.path), row.global_pid, row.gpu) for row in ordered.itertuples()])
+    return tuple(nsys_ranks.shifted(tables, int(row.session_utc_ns) - first)
+                 for tables, row in zip(read, ordered.itertuples(), strict=True)), source
 
 
 def _over_ranks(spans: pd.DataFrame, ranks: tuple[RankTables, ...], whole: bool) -> pd.DataFrame:
