@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from generator.analyses import collectives as coll
+from generator.analyses.launch_floors import LAUNCH_FLOOR_COLUMNS, waiting_floors
 from generator.analyses.projection import communication_note
 from generator.cli import main
 from generator.commands.inspect import rank_facts
@@ -272,3 +273,20 @@ def test_busy_compute_and_exposed_time_equal_sql(export: Path, analysed: dict) -
     assert (whole["idle_ns"] == whole["span_ns"] - whole["busy_ns"]).all()
     # the collectives never overlap each other here, so what compute does not cover is busy − compute
     assert (whole["exposed_ns"] == whole["busy_ns"] - whole["compute_ns"]).all()
+
+
+def test_kernel_bounds_never_count_waiting(export: Path, analysed: dict) -> None:
+    """The findings' kernel bounds give a collective no floor below its waiting (launch_floors.waiting_floors):
+    over the whole capture, what making the NCCL kernels faster can save is at most their transfer, which
+    SQL gives as the per-instance minimum over the ranks; the waiting is the collective_wait finding's."""
+    expected = _sql(export, _INSTANCES)
+    kinds = _sql(export, "SELECT n.value, SUM(k.end - k.start), COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+                         "JOIN StringIds AS n ON n.id = k.shortName WHERE n.value LIKE 'nccl%' GROUP BY n.value")
+    shortest = _sql(export, "SELECT MIN(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    groups = pd.DataFrame([(ALL_STAGES, name, "", "unknown", n, total, shortest * n, total, "unknown")
+                           for name, total, n in kinds], columns=LAUNCH_FLOOR_COLUMNS)
+    floored = waiting_floors(groups, analysed["instances"].assign(stage=ALL_STAGES))  # every instance, one stage
+    upper = (floored["measured_ns"] - floored["floor_ns"]).sum()
+    assert upper == pytest.approx(sum(r[4] for r in expected), rel=1e-9)  # transfer: 15.67 ms of 529.54 ms
+    assert (groups["measured_ns"] - groups["floor_ns"]).sum() > 25 * upper  # the shortest kernel (608 ns) alone: 528.7 ms
+    assert (floored["floor_hi_ns"] >= floored["floor_ns"]).all()

@@ -8,6 +8,9 @@ range: DRAM bytes / bandwidth up to max(executed FLOP / peak, DRAM bytes / bandw
 unknown"). A launch with neither has the range from the shortest kernel up to its own time: nothing is
 borrowed from another launch. A floor never exceeds the launch's time (bytes an ideal kernel finds in
 L2 need no DRAM), so Σ(measured − floor) over a group is what acting on it can save.
+:func:`waiting_floors` gives the findings' kernel bounds, in a version of several ranks, a collective
+kernel's floor no lower than the time its launches waited for a late peer (analyses.collectives): a
+faster kernel cannot remove waiting, only balance can (the collective_wait finding).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from generator.analyses.collectives import kernel_collective
 from generator.analyses.floors import SHORTEST, datapath, launch_floor
 from generator.analyses.registry import Analysis
 from generator.analyses.roofline import Peaks
@@ -217,6 +221,24 @@ def measured_rows(summary: pd.DataFrame) -> pd.DataFrame:
     """The nsys summary rows of the measured stages (the whole capture where it is the only one)."""
     staged = summary["stage"] != ALL_STAGES
     return summary[staged] if staged.any() else summary
+
+
+def waiting_floors(groups: pd.DataFrame, instances: pd.DataFrame | None) -> pd.DataFrame:
+    """``groups`` (LAUNCH_FLOOR_COLUMNS) with each collective kernel's floor raised to at least the time
+    its launches waited (collectives.INSTANCE_COLUMNS of every rank, summed per stage and collective and
+    shared among that collective's groups of the stage in proportion to their time)."""
+    if instances is None or not len(instances) or not len(groups):
+        return groups
+    waits = {k: float(v) for k, v in instances.groupby(["stage", "collective"])["wait_ns"].sum().items()}
+    keys = [(stage, kernel_collective(str(name))) for stage, name in zip(groups["stage"], groups["name"])]
+    measured = groups["measured_ns"].astype(float).to_numpy()
+    kind_ns: dict[tuple, float] = {}
+    for key, m in zip(keys, measured):
+        kind_ns[key] = kind_ns.get(key, 0.0) + m
+    share = np.array([m * waits.get(k, 0.0) / kind_ns[k] if k[1] and kind_ns[k] > 0 else 0.0
+                      for k, m in zip(keys, measured)])
+    low = np.minimum(np.maximum(groups["floor_ns"].astype(float).to_numpy(), share), measured)
+    return groups.assign(floor_ns=low, floor_hi_ns=np.maximum(groups["floor_hi_ns"].astype(float).to_numpy(), low))
 
 
 def version_launch_floors(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, inputs: VersionInputs,

@@ -27,6 +27,7 @@ from generator.analyses.findings.precision import old_arch, precision_fallback
 from generator.analyses.findings.ranks import collective_wait
 from generator.analyses.findings.stages import few_kernels, stage_split
 from generator.analyses.floors import FROM_SHAPES
+from generator.analyses.launch_floors import waiting_floors
 from generator.analyses.registry import Analysis
 from generator.analyses.result import Finding
 from generator.analyses.roofline import Peaks
@@ -118,10 +119,11 @@ def fp32_calls(op_calls: pd.DataFrame | None) -> frozenset[tuple[str, str]]:
 
 def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, launch_floors: pd.DataFrame,
                      inputs: VersionInputs, names: dict[str, Any], peaks: Peaks, settings: AnalysisSettings,
-                     ranks: pd.DataFrame | None = None, rank_overview: dict | None = None) -> list[Finding]:
+                     ranks: pd.DataFrame | None = None, rank_overview: dict | None = None,
+                     collective_instances: pd.DataFrame | None = None) -> list[Finding]:
     """:func:`find` over the version: its summary, classified kernels with their useful work, GPU
     timeline, API calls and run parameters (data/findings.json is written from it with the rendered
-    claims, render.data_files)."""
+    claims, render.data_files); kernel bounds never count a collective's waiting (waiting_floors)."""
     params = dict((inputs.manifest or {}).get("params") or {})
     kernels = with_useful_work(ncu_metrics, useful_work)
     setup = workload_setup(inputs.manifest) or {}
@@ -130,8 +132,8 @@ def version_findings(ncu_metrics: pd.DataFrame, useful_work: pd.DataFrame, launc
                               inputs.timeline, params, settings.top_n,
                               generated_tokens(inputs.manifest),
                               l2 if isinstance(l2, int) and not isinstance(l2, bool) and l2 > 0 else None,
-                              setup.get("energy"), ranks, rank_overview, launch_floors,
-                              fp32_calls(inputs.op_calls)))
+                              setup.get("energy"), ranks, rank_overview,
+                              waiting_floors(launch_floors, collective_instances), fp32_calls(inputs.op_calls)))
 
 
 ANALYSES = [Analysis("findings", version_findings)]
