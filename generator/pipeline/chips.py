@@ -11,12 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip, Figure, Target
 from generator.errors import InputError
 from generator.model import VersionInputs
+from generator.pipeline.build_cache import BuildCache, default_root
 from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig, key_path
 from generator.pipeline.inputs import InputCache, version_inputs
+from generator.resources import CHIPS_DIR, shipped
 from generator.run_layout import MANIFEST
-
-#: the chips the package ships: generator/chips/<key>.yaml
-CHIPS_DIR = Path(__file__).resolve().parent.parent / "chips"
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -59,11 +58,6 @@ class ChipSpec(_Strict):
         return figures
 
 
-def shipped() -> list[str]:
-    """The keys of the chips the package ships, sorted."""
-    return sorted(p.stem for p in CHIPS_DIR.glob("*.yaml"))
-
-
 def load_chip(name_or_file: str | Path, base: Path | None = None) -> Chip:
     """A shipped chip by key (``h100-sxm``) or a chip file by path (relative to ``base`` when
     given); InputError on a bad one."""
@@ -95,7 +89,7 @@ def read_run(path: Path) -> VersionInputs:
     """A capture run directory's inputs, as a one-run version."""
     if not (path / MANIFEST).is_file():
         raise InputError(path, "not a capture run directory (no manifest.json)")
-    with InputCache() as cache:
+    with InputCache(BuildCache(default_root())) as cache:  # what a build or an earlier command read
         return version_inputs(VersionConfig.model_construct(runs=[path], inputs=Inputs()), cache, path / MANIFEST, 0)
 
 

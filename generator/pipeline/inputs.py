@@ -40,7 +40,7 @@ from generator.model import (
 from generator.pipeline.build_cache import BuildCache
 from generator.pipeline.config import VersionConfig
 from generator.readers import read, torch_trace
-from generator.readers.base import decompressed_copy, naming, no_room, read_from
+from generator.readers.base import decompressed_copy, naming, no_room, read_from, sha256_of
 from generator.readers.ncu_rep import kernel_metrics_frame
 from generator.readers.nsys_sqlite import (
     GRAPH_COLUMNS,
@@ -132,6 +132,12 @@ class InputCache:
             self._stages[key] = self.store.get(path, "read_stages", list(stages), lambda: self._on_plain(
                 path, lambda plain: read_stages(plain, list(stages))))
         return self._stages[key]
+
+    def op_calls(self, calls: Path, sqlite: Path, stages: tuple[str, ...], names: list[str]) -> pd.DataFrame:
+        """The operator call of each (stage, kernel)'s profiled launch (op_calls.run_op_calls), read
+        from the nsys export's decompressed copy; the store keys it by both files' contents."""
+        return self.store.get(calls, "run_op_calls", [sha256_of(sqlite), list(stages), names], lambda: self._on_plain(
+            sqlite, lambda plain: run_op_calls(calls, plain, stages, names)))
 
     def facts(self, path: Path) -> Dataset:
         """Provenance, GPUs and CUDA API summary of an nsys SQLite export (nsys_sqlite.capture_facts)."""
@@ -325,8 +331,8 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
         if (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
-            op_calls.append(run_op_calls(found, sqlite, stages or (ALL_STAGES,),
-                                         list(dict.fromkeys(reading.summary["name"]))))
+            op_calls.append(cache.op_calls(found, sqlite, stages or (ALL_STAGES,),
+                                           list(dict.fromkeys(reading.summary["name"]))))
     for entry in version.inputs.nsys:
         for path in entry.path.paths:
             dataset = cache.read(path, entry.stage)
