@@ -69,3 +69,26 @@ def test_help_answers_within_the_bound(argv: list[str]) -> None:
         best = min(best, time.perf_counter() - start)
         assert done.returncode == 0 and "usage:" in done.stdout
     assert best < HELP_BOUND, f"{' '.join(argv)}: {best:.2f} s"
+
+
+def test_piped_reports_are_80_columns_or_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped (a file, a CI log), `compare`/`project` tables are 80 columns wide, or $COLUMNS; a figure
+    too wide for its cell folds onto the next line instead of ending in "…"; text lines stay whole."""
+    import io
+
+    from generator.commands import report_console, report_table
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    for columns, width in ((None, 80), ("100", 100)):
+        if columns:
+            monkeypatch.setenv("COLUMNS", columns)
+        console = report_console(highlight=False)
+        console.file = io.StringIO()
+        table = report_table("stage", "kernel ms", "change", "95% interval", "verdict", "span verdict", title="stages")
+        table.add_row("decode", "60.183 → 60.201", "+0.0%", "[-0.0%, +0.1%]", "unchanged",
+                      "not enough instances (host-dominated)" * 2)
+        console.print(table)
+        console.print("x" * 200)
+        lines = console.file.getvalue().splitlines()
+        assert max(len(line) for line in lines[:-1]) == width and len(lines[-1]) == 200
+        assert "…" not in console.file.getvalue() and "unchanged" in console.file.getvalue()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,8 @@ from generator.analyses.launch_stats import UNJUDGED_LIMIT
 from generator.cli import main
 from generator.pipeline.inputs import InputCache
 
-RUN = Path(__file__).parent.parent / "examples" / "runs" / "llm-decode-small"
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "examples" / "runs" / "llm-decode-small"
 STAGES = ("prefill", "decode")
 
 
@@ -71,3 +74,17 @@ def test_nothing_judged_is_not_ok(once: Path, tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "OK" not in out and "NOT JUDGED: the measured stages together have too few launches" in out
     assert "not judged (too few launches; growth up to +48% passes): prefill (" in " ".join(out.split())
+
+
+@pytest.mark.slow
+def test_compare_statistics_memory_does_not_grow_with_launches() -> None:
+    """bench/compare_memory.py at 50,000 launches of one kernel in one stage, where the 2,000 × N
+    index matrix took 2.5 GB (bench/RELIABILITY.md has 10⁶): the child's peak VmHWM stays under 1 GB and
+    the 0.5 % change is found."""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "compare_memory.py"), "--launches", "50000",
+                           "--timeout", "900"], capture_output=True, text=True, timeout=1000)
+    measured = json.loads(done.stdout)
+    assert measured["exit"] == 0, measured["stderr"]
+    result = json.loads(measured["result"])
+    assert result["stage_verdict"] == "slower" and 0.49 < result["stage_interval_pct"][0] <= 0.5
+    assert 0 < measured["peak_mb"] < 1024
