@@ -466,8 +466,8 @@ def _print_gate(console: Console, stages: pd.DataFrame, gate: dict[str, Any]) ->
         console.print("[yellow]NOT JUDGED[/yellow]: the measured stages together have too few launches for a "
                       "verdict (exit 3).")
     else:
-        console.print("[green]OK[/green]: no stage's kernel time got slower beyond the noise"
-                      + (" (stages not judged: listed above)." if gate["not_judged"] else "."))
+        console.print("[green]OK[/green]: no stage's kernel time got slower beyond the noise."
+                      + (" The stages not judged are listed above." if gate["not_judged"] else ""))
 
 
 def _print_one_side(console: Console, one_side: pd.DataFrame, names: dict[str, str]) -> None:
