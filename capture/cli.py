@@ -8,16 +8,19 @@ import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from capture import commands as cmd
+from capture.commands import OVERHEAD_RUNS
 from capture.manifest import PhaseFailed, create_run_dir
-from capture.run import OVERHEAD_RUNS, RunConfig, capture, planned_commands
 from capture.sweep import apply, label, parse_grid, points, write_report
-from capture.targets import ncu_params_note
 from capture.tools import CaptureError
 from capture.workloads import PRESETS, WorkloadError, check_name, resolve
 from capture.workloads import params as workload_params
 from generator.errors import InputError
+
+if TYPE_CHECKING:  # capture.run (pandas, the readers) is imported where a capture runs: `--help` answers at once
+    from capture.run import RunConfig
 
 
 def _say(text: str) -> None:
@@ -61,6 +64,8 @@ def _capture_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace, run_dir: Path, params: workload_params.Params) -> RunConfig:
+    from capture.run import RunConfig
+
     return RunConfig(
         workload=args.workload, params=params, run_dir=run_dir, top_n=args.top_n,
         stages=tuple(args.stages) if args.stages else None, nsys=args.nsys, ncu=args.ncu,
@@ -89,6 +94,9 @@ def check_ranks(args: argparse.Namespace) -> None:
 
 
 def _dry_run(cfg: RunConfig) -> None:
+    from capture.run import planned_commands
+    from capture.targets import ncu_params_note
+
     nsys = cfg.nsys or os.environ.get("NSYS") or shutil.which("nsys") or "nsys"
     ncu = None if cfg.skip_ncu else (cfg.ncu or os.environ.get("NCU") or shutil.which("ncu") or "ncu")
     print(f"# run directory: {cfg.run_dir}")
@@ -104,6 +112,8 @@ def _one(cfg: RunConfig, dry_run: bool) -> int:
     if dry_run:
         _dry_run(cfg)
         return 0
+    from capture.run import capture
+
     man = capture(cfg, _say)
     cov = man.data.get("coverage")
     if cov:

@@ -8,6 +8,15 @@ from generator.metric_table import ncu_metric_names
 from generator.run_layout import NSYS_STATS_REPORT as NSYS_STATS_REPORT  # the report capture.run asks for
 from generator.run_layout import RunLayout
 
+#: Overhead runs of the nsys pass (timed pairs with and without module ranges, after one iteration
+#: that counts the module calls). Each traced iteration costs the pass about 1.5 s all in, half of it
+#: after the worker ends (nsys collecting and writing its events; the export and the stats grow with
+#: them too): the ocr-vlm nsys pass took 41.7 and 39.2 s with 6 runs against 21.6 s with none (H100).
+#: 3 pairs still give a median beside a spread. More also fail CUDA graphs: under nsys 2025.3's
+#: ``--cuda-graph-trace=node`` the llm-decode preset's graph replays fail ("unspecified launch
+#: failure") once the process has made 15 iterations of 32 replays each (6 runs), not with 9 (3 runs).
+OVERHEAD_RUNS = 3
+
 #: ncu sections collected by default besides the report's metrics: Speed of Light holds ncu's own
 #: bound breakdown and rule, and costs no extra replay pass over the metrics (14 passes with it,
 #: 15 without, on the H200; the nine sections collected before took 27, ``--set full`` 38).

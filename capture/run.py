@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from capture import commands as cmd
+from capture.commands import OVERHEAD_RUNS
 from capture.kernel_filter import exact_regex
 from capture.manifest import Manifest, PhaseFailed, create_run_dir
 from capture.targets import describe, launch_count, ncu_params, targets, windows_plan
@@ -35,14 +36,6 @@ from generator.run_layout import NCU_PASSES, REPEAT_NVTX_DOMAIN
 
 Progress = Callable[[str], None]
 
-#: Overhead runs of the nsys pass (timed pairs with and without module ranges, after one iteration
-#: that counts the module calls). Each traced iteration costs the pass about 1.5 s all in, half of it
-#: after the worker ends (nsys collecting and writing its events; the export and the stats grow with
-#: them too): the ocr-vlm nsys pass took 41.7 and 39.2 s with 6 runs against 21.6 s with none (H100).
-#: 3 pairs still give a median beside a spread. More also fail CUDA graphs: under nsys 2025.3's
-#: ``--cuda-graph-trace=node`` the llm-decode preset's graph replays fail ("unspecified launch
-#: failure") once the process has made 15 iterations of 32 replays each (6 runs), not with 9 (3 runs).
-OVERHEAD_RUNS = 3
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ Bad input raises :class:`generator.errors.InputError` (an OSError or UnicodeDeco
 treated alike); it is printed as one line and exits 2 (``--debug`` shows the traceback instead).
 An unexpected exception is one line and exit 2 too (never 1, which ``compare`` reserves for a
 regression); Ctrl-C or SIGTERM is one line and exit 130, after the build removed its staging.
+A command module imports at its top only what its ``add_arguments`` needs, the rest where it runs:
+``--help`` and argument errors answer without pandas, SciPy or the readers (test_cli_speed.py).
 """
 from __future__ import annotations
 
@@ -20,7 +22,6 @@ from collections.abc import Iterator
 
 from generator import commands
 from generator.errors import InputError
-from generator.text_safety import clean_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _error(message: str) -> None:
     """``message`` on stderr, control characters (terminal escapes in file names) made harmless."""
+    from generator.text_safety import clean_text  # pandas, imported only when there is an error
+
     print(f"error: {clean_text(message)}", file=sys.stderr)
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from generator import units
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,8 @@ class DisplayMetric:
 
     def values(self, frame: pd.DataFrame) -> pd.Series:
         """``frame``'s source column as numbers (NaN where absent or not a number), not yet scaled."""
+        import pandas as pd  # the registry itself is read by `--help`, which imports no pandas
+
         if self.source not in frame:
             return pd.Series(math.nan, index=frame.index)
         return pd.to_numeric(frame[self.source], errors="coerce")
@@ -227,6 +231,12 @@ DISPLAY_METRICS: tuple[DisplayMetric, ...] = (
     DisplayMetric("max_bandwidth_pct", "max_bandwidth_pct", "%"),
 )
 DISPLAY: dict[str, DisplayMetric] = {m.key: m for m in DISPLAY_METRICS}
+#: DisplayMetric key → which direction is better, for every metric the registry gives one (time up
+#: is worse; throughput, occupancy and cache hit rates down are worse): what `compare` can show
+WATCHABLE: dict[str, str] = {m.key: m.better for m in DISPLAY_METRICS if m.better}
+#: the ncu metrics `compare` shows by default
+DEFAULT_METRICS: tuple[str, ...] = ("duration_us", "sm_throughput_pct", "memory_throughput_pct",
+                                    "achieved_occupancy_pct")
 
 def ncu_metric_names() -> list[str]:
     """Every raw ncu metric the table can read, in table order: what a capture asks ncu for

@@ -84,9 +84,10 @@ def test_a_profile_compared_with_itself_has_no_verdict(tmp_path, capsys):
     assert "no verdict" in capsys.readouterr().out
 
 
-def test_ncu_durations_are_context_never_a_verdict(tmp_path, capsys):
+def test_ncu_durations_are_context_never_a_verdict(tmp_path, capsys, monkeypatch):
     """Same ATen kernels, spelled differently by ncu's CSV and report; the prefill launches ran
     longer (the multiply +54.5 %), yet ncu (one launch, clocks as ncu left them) decides nothing."""
+    monkeypatch.setenv("COLUMNS", "150")  # piped, tables are $COLUMNS wide: the names below stay on one line
     code, report = _run(tmp_path, DECODE_CSV, PREFILL_REP, "--metrics", "duration_us")
     assert code == 0 and report["failed"] is False
     csv_us, rep_us = _csv_durations_us(), _rep_durations_us(tmp_path)

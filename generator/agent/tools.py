@@ -93,16 +93,15 @@ class Tools:
         return {**document, "findings": [f for f in document["findings"] if str(f.get("stage")) == stage]}
 
     def compare(self, baseline_id: str, current_id: str) -> dict[str, Any]:
-        from generator.analyses.regression import DEFAULT_METRICS  # the CLI's default --metrics
-        from generator.commands.compare import comparison
+        from generator.commands.compare import compare_paths, comparison_report
         from generator.errors import InputError
 
         baseline, current = self.site.version(baseline_id), self.site.version(current_id)
-        try:
-            outcome = comparison(baseline.folder, current.folder, list(DEFAULT_METRICS))
+        try:  # the CLI's default --metrics
+            compared = compare_paths(baseline.folder, current.folder)
         except InputError as exc:
             raise Refused(str(exc).replace(str(self.site.root), "SITE")) from None
-        return outcome.as_json(baseline.id, current.id)
+        return comparison_report(baseline.id, current.id, compared)
 
     def project(self, version_id: str, chip: str) -> dict[str, Any]:
         version = self.site.version(version_id)

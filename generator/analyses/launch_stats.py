@@ -17,6 +17,9 @@ layer, so both halves hold one mix), in either capture, and at least one timer t
 "not enough launches" below MIN_LAUNCHES on either side. Captures of different sessions differ by
 more than either one varies inside (another unit of the GPU model, its clocks and temperature): a
 stage's band is then at least SESSION_NOISE, measured between repeat captures of one program.
+The bootstrap draws at most CHUNK launch indices at a time, so its memory does not grow with the
+launches; where one kernel's RESAMPLES × launches draws fit one chunk (every committed capture), the
+draws and the interval are those of a single draw of the whole matrix.
 """
 from __future__ import annotations
 
@@ -25,8 +28,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+#: the most launch indices the bootstrap draws (and gathers durations for) at a time: 2**22, 32 MiB
+#: of int64 indices and as much of durations per side, whatever the launch count
+CHUNK = 1 << 22
 #: fewer launches (or stage instances) than this on either side: no verdict
 MIN_LAUNCHES = 5
 CONFIDENCE = 0.95
@@ -40,6 +45,9 @@ SLOWER, FASTER, UNCHANGED, TOO_FEW = "slower", "faster", "unchanged", "not enoug
 SESSION_NOISE = 0.015
 #: and single kernels' medians (with MIN_LAUNCHES or more) up to 16 %: kernel verdicts between sessions are leads
 SESSION_KERNEL_MOVE = 0.16
+#: a stage's kernel time that has too few launches for a verdict still fails the gate when it grew by
+#: more than this (+48 %): three times the farthest a single kernel's median moved between sessions
+UNJUDGED_LIMIT = 3 * SESSION_KERNEL_MOVE
 
 
 @dataclass(frozen=True)
@@ -81,8 +89,12 @@ def median_ratio_interval(before: np.ndarray, after: np.ndarray) -> tuple[float,
     if np.all(before == before[0]) and np.all(after == after[0]):
         ratio = float(after[0] / before[0])
         return ratio, ratio
+    from scipy import stats  # 0.7 s of imports, paid only where an interval is drawn
+
+    longest = max(len(before), len(after))
+    batch = None if RESAMPLES * longest <= CHUNK else max(1, CHUNK // longest)  # None: one draw, as ever
     result = stats.bootstrap((before, after), _median_ratio, n_resamples=RESAMPLES, confidence_level=CONFIDENCE,
-                             method="percentile", vectorized=True, rng=np.random.default_rng(SEED))
+                             method="percentile", vectorized=True, rng=np.random.default_rng(SEED), batch=batch)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -129,6 +141,32 @@ def median_change(before: np.ndarray, after: np.ndarray, tick: float) -> Change:
     return Change(prev, cur, ratio, low, high, noise, verdict(low, high, noise, enough))
 
 
+def _resampled_sums(durations: tuple[np.ndarray, ...], rng: np.random.Generator) -> list[np.ndarray]:
+    """RESAMPLES bootstrap sums of each of ``durations`` (arrays of one length n), every resample's
+    launch indices drawn once for all of them: row after row of the RESAMPLES × n index matrix, at
+    most CHUNK indices at a time (whole rows where a row fits; a row fits n ≤ CHUNK)."""
+    n = len(durations[0])
+    sums = [np.zeros(RESAMPLES) for _ in durations]
+    if RESAMPLES * n <= CHUNK:  # the whole matrix in one draw
+        picks = rng.integers(0, n, size=(RESAMPLES, n))
+        for total, values in zip(sums, durations):
+            total += values[picks].sum(axis=1)
+        return sums
+    rows = CHUNK // n
+    if rows:
+        for first in range(0, RESAMPLES, rows):
+            picks = rng.integers(0, n, size=(min(rows, RESAMPLES - first), n))
+            for total, values in zip(sums, durations):
+                total[first:first + len(picks)] += values[picks].sum(axis=1)
+        return sums
+    for row in range(RESAMPLES):  # one resample is longer than a chunk: it is drawn in parts
+        for start in range(0, n, CHUNK):
+            picks = rng.integers(0, n, size=min(CHUNK, n - start))
+            for total, values in zip(sums, durations):
+                total[row] += values[picks].sum()
+    return sums
+
+
 def _paired_totals(before: list[np.ndarray], after: list[np.ndarray],
                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """RESAMPLES bootstrap sums of all launches of either side, each kernel's launches resampled among
@@ -137,15 +175,14 @@ def _paired_totals(before: list[np.ndarray], after: list[np.ndarray],
     totals = np.zeros(RESAMPLES), np.zeros(RESAMPLES)
     for pair in zip(before, after, strict=True):
         if len(pair[0]) == len(pair[1]) and len(pair[0]) > 1:
-            picks = rng.integers(0, len(pair[0]), size=(RESAMPLES, len(pair[0])))
-            for total, durations in zip(totals, pair):
-                total += durations[picks].sum(axis=1)
+            for total, sums in zip(totals, _resampled_sums(pair, rng)):
+                total += sums
             continue
         for total, durations in zip(totals, pair):
             if len(durations) < 2 or np.all(durations == durations[0]):
                 total += durations.sum()
             else:
-                total += durations[rng.integers(0, len(durations), size=(RESAMPLES, len(durations)))].sum(axis=1)
+                total += _resampled_sums((durations,), rng)[0]
     return totals
 
 

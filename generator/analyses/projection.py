@@ -28,6 +28,7 @@ import pandas as pd
 
 from generator.analyses.kernel_match import match_kernels
 from generator.analyses.like_with_like import PARAMETER, WORKLOAD, like_with_like
+from generator.analyses.projection_models import KERNEL_MODEL, MODEL, MODELS  # noqa: F401 (re-exported)
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
 from generator.analyses.setup import energy_stages
@@ -59,12 +60,6 @@ OPTIONAL_FIGURES = ("tensor_tf32_tflops", "power_w", "launch_gap_us", "peer_copy
 MEASURED, DATASHEET = "measured", "datasheet"
 TENSOR_FIGURES = ("tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_fp8_tflops", "tensor_tf32_tflops")
 
-MODELS = ("excess", "efficiency")
-#: the model the projected figures use (docs/projection.md says why: ncu's busy fractions)
-MODEL = "excess"
-#: the kernel-level model (docs/projection.md): per launch the chip's fixed cost (its shortest kernel)
-#: plus the throughput terms of the kernel's family; ``t' = t + Δthroughput + Δshortest kernel``
-KERNEL_MODEL = "kernel"
 #: kernel family → the throughput terms its floor takes (naming.CATEGORIES grouped); communication
 #: kernels have no term the capture counts (their link bytes are not in ncu's DRAM counters): carried
 FAMILIES: dict[str, tuple[str, ...]] = {

@@ -17,13 +17,8 @@ from typing import Any
 import pandas as pd
 
 from generator.analyses.kernel_match import match_kernels
-from generator.metric_table import DISPLAY_METRICS
+from generator.metric_table import DEFAULT_METRICS, WATCHABLE
 
-#: DisplayMetric key → which direction is better, for every metric the registry gives one (time up
-#: is worse; throughput, occupancy and cache hit rates down are worse).
-WATCHABLE: dict[str, str] = {m.key: m.better for m in DISPLAY_METRICS if m.better}
-DEFAULT_METRICS: tuple[str, ...] = ("duration_us", "sm_throughput_pct", "memory_throughput_pct",
-                                    "achieved_occupancy_pct")
 ROW_COLUMNS = ["kernel", "stage", "baseline_kernel", "matched_by", "metric", "better", "baseline", "current",
                "abs", "rel_pct"]
 

@@ -203,6 +203,23 @@ def kernel_changes(previous: pd.DataFrame, current: pd.DataFrame, names: dict[st
     return frame.reset_index(drop=True)[KERNEL_CHANGE_COLUMNS]
 
 
+def stage_gate(stages: pd.DataFrame) -> dict[str, Any]:
+    """What a gate concludes from STAGE_SPEED_COLUMNS rows: ``status`` "fail" when a stage's kernel
+    time (the measured stages' together included) is "slower", or has too few launches for a verdict
+    and grew by more than launch_stats.UNJUDGED_LIMIT; else "not judged" when the measured stages
+    together have too few launches for a verdict; else "ok". ``slower``, ``over_limit`` and
+    ``not_judged`` name the stages (``not_judged``: too few launches, within the limit or unknown)."""
+    rows = stages.to_dict("records")
+    slower = [r["stage"] for r in rows if r["kernel_verdict"] == ls.SLOWER]
+    unjudged = [r for r in rows if r["kernel_verdict"] == ls.TOO_FEW]
+    over = [r["stage"] for r in unjudged if r["kernel_rel_pct"] > ls.UNJUDGED_LIMIT * 100.0]
+    status = "fail" if slower or over else \
+        "not judged" if any(r["stage"] == ALL_STAGES for r in unjudged) else "ok"
+    return {"status": status, "slower": slower, "over_limit": over,
+            "not_judged": [r["stage"] for r in unjudged if r["stage"] not in over],
+            "limit_pct": ls.UNJUDGED_LIMIT * 100.0}
+
+
 def _graph_stages(*tables: pd.DataFrame) -> set[str]:
     """Stages that ran kernels inside CUDA graphs (stage_time tables)."""
     return {s for t in tables if len(t) for s, ns in zip(t["stage"], t["graph_kernel_ns"]) if ns and ns == ns}

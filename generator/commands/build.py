@@ -11,12 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from generator.errors import InputError
 from generator.languages import DEFAULT_LANG, LANGS
-from generator.readers import sniffed
 from generator.run_layout import MANIFEST
 
 if TYPE_CHECKING:
@@ -64,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from generator.pipeline import rank_map
     from generator.pipeline.build import build_site  # heavy imports (mkdocs, analyses) only when building
     from generator.pipeline.build_cache import BuildCache, default_root
@@ -98,6 +97,7 @@ def _reports(paths: list[Path], title: str | None, date: datetime.date | None,
     """Each report.yaml of ``paths`` loaded, or one report made from all of them when they are
     profiler files and capture run directories (never both kinds)."""
     from generator.pipeline.config import files_report, load_report
+    from generator.readers import sniffed
 
     profiles = [path for path in paths if path.is_dir() or (path.suffix not in (".yaml", ".yml") and sniffed(path))]
     for path in profiles:
@@ -118,6 +118,8 @@ def _reports(paths: list[Path], title: str | None, date: datetime.date | None,
 
 def _made_from_files(reports: list[tuple[Path, ReportConfig]]) -> bool:
     """Whether ``reports`` is the one report :func:`_reports` made from profiler files (its texts have no language)."""
+    from generator.readers import sniffed
+
     path = reports[0][0]
     return path.suffix not in (".yaml", ".yml") and (path.is_dir() or sniffed(path) is not None)
 

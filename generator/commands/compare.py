@@ -7,9 +7,12 @@ bootstrap interval and the noise band measured inside the captures (analyses.spe
 analyses.launch_stats). Before any verdict the two captures are compared like with like
 (analyses.like_with_like): every difference is listed first; different workloads or models get no
 verdict. ncu metrics (and the other inputs: a version's data directory, a ``summary.json``, an ncu
-report/CSV, which carry no nsys launches) are context, never a verdict. Exit status: 1 when a stage's
-kernel time got slower (interval wholly above the noise band) in two comparable captures, 0
-otherwise, 2 on bad input. Different GPUs (gpu_change): both named, on stderr too; verdicts stay.
+report/CSV, which carry no nsys launches) are context, never a verdict. Exit status
+(speed_change.stage_gate): 1 when a stage's kernel time got slower (interval wholly above the noise
+band) in two comparable captures, or had too few launches for a verdict and grew beyond
+launch_stats.UNJUDGED_LIMIT; 3 when the measured stages together have too few launches for a
+verdict; 0 otherwise; 2 on bad input. Different GPUs (gpu_change): both named, on stderr too;
+verdicts stay. :func:`comparison_json` is what ``--json`` writes, for any caller.
 """
 from __future__ import annotations
 
@@ -17,32 +20,30 @@ import argparse
 import json
 import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from generator.analyses.gpu_change import gpu_change
-from generator.analyses.launch_stats import FASTER, SESSION_NOISE, SLOWER, TOO_FEW, UNCHANGED
-from generator.analyses.naming import name_kernels
-from generator.analyses.regression import DEFAULT_METRICS, WATCHABLE, Comparison, compare
-from generator.analyses.speed_change import stage_movers
+from generator.commands import report_console, report_table
 from generator.errors import InputError
-from generator.metric_table import DISPLAY
-from generator.model import ALL_STAGES, GPU_IDENTITY, GpuInfo, VersionInputs
-from generator.render.data_files import NCU_METRICS_CSV, SUMMARY_JSON, json_safe
+from generator.metric_table import DEFAULT_METRICS, DISPLAY, WATCHABLE
 from generator.run_layout import MANIFEST
 from generator.text_safety import clean_text
+
+if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers without pandas or SciPy
+    import pandas as pd
+    from rich.console import Console
+
+    from generator.analyses.regression import Comparison
+    from generator.model import GpuInfo, VersionInputs
 
 HELP = "compare two captures (nsys durations decide, ncu explains); exit 1 when a stage got slower"
 #: summary.json: the one "kernel" its overall means describe
 OVERALL = "overall_means"
 NAME_SHOWN = 60
-CI_WIDTH = 150  # console width when stdout is not a terminal (CI logs)
+#: exit status per speed_change.stage_gate status (2: bad input)
+EXIT = {"ok": 0, "not compared": 0, "fail": 1, "not judged": 3}
 ONE_SIDE_SHOWN = 10  # kernels added or removed listed in the console (--json has all)
 
 
@@ -61,67 +62,84 @@ def run(args: argparse.Namespace) -> int:
 
     json_out = output_dirs.json_target(args.json, "compare", [args.baseline, args.current]) if args.json else None
     metrics = list(dict.fromkeys(m for item in args.metrics for m in item.split(",") if m))
-    outcome = comparison(args.baseline, args.current, metrics)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else CI_WIDTH)
-    _print(console, outcome.verdicts, outcome.context, _display_names(outcome.baseline.table, outcome.current.table))
-    for row in outcome.ranks:
-        console.print(Text(rank_line(row)), soft_wrap=True)
-    if outcome.gpus is not None and outcome.gpus["changed"]:
-        print(f"compare: {gpu_line(outcome.gpus)}", file=sys.stderr)
-    if json_out is not None:
-        output_dirs.write_json(json_out, "compare", outcome.as_json(str(args.baseline), str(args.current)))
-    return 1 if outcome.failed() else 0
-
-
-@dataclass
-class Outcome:
-    """Two inputs compared: what the console shows and ``--json`` writes (the MCP server's ``compare`` too)."""
-
-    baseline: Side
-    current: Side
-    context: Comparison  # ncu metrics of the matched kernels: context, never a verdict
-    verdicts: Verdicts | None  # None unless both sides are capture runs
-    gpus: dict[str, Any] | None  # gpu_change of the two sides
-    ranks: list[dict[str, Any]]  # rank_changes: each rank's stage times, rank to rank (empty for one GPU)
-
-    def failed(self) -> bool:
-        """The gate: a stage's kernel time got slower in two captures of one workload."""
-        verdicts = self.verdicts
-        if verdicts is None or any(d["kind"] == "workload" for d in verdicts.like["differences"]):
-            return False
-        return verdicts.failed()
-
-    def as_json(self, baseline: str, current: str) -> dict[str, Any]:
-        """The ``--json`` document (json_safe), the inputs named ``baseline`` and ``current``."""
-        verdicts = self.verdicts
-        report = {"baseline": baseline, "current": current,
-                  "like_with_like": verdicts.like if verdicts else None,
-                  "stages": verdicts.stages.to_dict("records") if verdicts else [],
-                  "kernels": verdicts.kernels.to_dict("records") if verdicts else [],
-                  "kernels_added_removed": verdicts.one_side().to_dict("records") if verdicts else [],
-                  "longest_kernel": verdicts.longest if verdicts else None,
-                  "ncu_context": self.context.as_dict(), "failed": self.failed(),
-                  "baseline_gpu": self.baseline.gpu, "current_gpu": self.current.gpu,
-                  "gpu_changed": None if self.gpus is None else self.gpus["changed"], "ranks": self.ranks}
-        return json_safe(report)
-
-
-def comparison(baseline_path: Path, current_path: Path, metrics: list[str]) -> Outcome:
-    """Both inputs read (:func:`kernel_table`) and compared: nsys verdicts of capture runs, ncu context,
-    rank to rank where they hold several (a different world size is refused)."""
     unknown = [m for m in metrics if m not in WATCHABLE]
     if unknown or not metrics:
         raise InputError("--metrics", f"unknown metric {', '.join(unknown) or '(none)'}; one of {', '.join(WATCHABLE)}")
+    compared = compare_paths(args.baseline, args.current, metrics)
+    names = _display_names(compared.baseline.table, compared.current.table)
+    console = report_console(highlight=False)
+    _print(console, compared.verdicts, compared.context, names, compared.gate)
+    if compared.ranks:
+        from rich.text import Text
+
+        for row in compared.ranks:
+            console.print(Text(rank_line(row)), soft_wrap=True)
+    if compared.gpus is not None and compared.gpus["changed"]:
+        print(f"compare: {gpu_line(compared.gpus)}", file=sys.stderr)
+    if json_out is not None:
+        output_dirs.write_json(json_out, "compare", comparison_report(args.baseline, args.current, compared))
+    return EXIT[compared.gate["status"]]
+
+
+@dataclass
+class Compared:
+    """Both sides read, the verdicts of capture runs (None otherwise), the ncu context, the GPUs'
+    change (gpu_change), the gate (speed_change.stage_gate, "not compared" without verdicts) and each
+    rank's stage times, rank to rank (rank_changes; empty for one GPU)."""
+
+    baseline: Side
+    current: Side
+    verdicts: Verdicts | None
+    context: Comparison
+    gpus: dict[str, Any] | None
+    gate: dict[str, Any]
+    ranks: list[dict[str, Any]]
+
+
+def compare_paths(baseline_path: Path, current_path: Path, metrics: Sequence[str] = DEFAULT_METRICS) -> Compared:
+    """Read and analyse BASELINE and CURRENT as the command does (InputError on bad input), rank to
+    rank where they hold several (a different world size is refused)."""
+    from generator.analyses.gpu_change import gpu_change
+    from generator.analyses.regression import compare
+    from generator.analyses.speed_change import stage_gate
+
     baseline, current = kernel_table(baseline_path), kernel_table(current_path)
     if baseline.world != current.world:
         raise InputError(current_path, f"{current.world} rank(s) against the baseline's {baseline.world}: a different "
                                        "world size is a different workload, so ranks cannot be matched")
-    context = compare(baseline.table, current.table, metrics)
+    context = compare(baseline.table, current.table, list(metrics))
     verdicts = _verdicts(baseline, current)
-    rank_rows = rank_changes(baseline.ranks, current.ranks)
-    if verdicts is None and not len(context.rows) and not rank_rows:
+    ranks = rank_changes(baseline.ranks, current.ranks)
+    if verdicts is None and not len(context.rows) and not ranks:
         raise InputError(current_path, f"no kernel matches one of {baseline_path}")
-    return Outcome(baseline, current, context, verdicts, gpu_change(baseline.gpu, current.gpu), rank_rows)
+    comparable = verdicts is not None and verdicts.like["comparable"]
+    gate = stage_gate(verdicts.stages) if comparable else {
+        "status": "not compared", "slower": [], "over_limit": [], "not_judged": [], "limit_pct": None}
+    return Compared(baseline, current, verdicts, context, gpu_change(baseline.gpu, current.gpu), gate, ranks)
+
+
+def comparison_report(baseline_path: Path | str, current_path: Path | str, compared: Compared) -> dict[str, Any]:
+    """The comparison as `compare --json` writes it (JSON-ready, deterministic; without the file's
+    mark, output_dirs.write_json)."""
+    from generator.render.data_files import json_safe
+
+    verdicts, gpus = compared.verdicts, compared.gpus
+    report = {"baseline": str(baseline_path), "current": str(current_path),
+              "like_with_like": verdicts.like if verdicts else None,
+              "stages": verdicts.stages.to_dict("records") if verdicts else [],
+              "kernels": verdicts.kernels.to_dict("records") if verdicts else [],
+              "kernels_added_removed": verdicts.one_side().to_dict("records") if verdicts else [],
+              "longest_kernel": verdicts.longest if verdicts else None,
+              "ncu_context": compared.context.as_dict(), "failed": compared.gate["status"] == "fail",
+              "gate": {**compared.gate, "exit_code": EXIT[compared.gate["status"]]},
+              "baseline_gpu": compared.baseline.gpu, "current_gpu": compared.current.gpu,
+              "gpu_changed": None if gpus is None else gpus["changed"], "ranks": compared.ranks}
+    return json_safe(report)
+
+
+def comparison_json(baseline: Path, current: Path, metrics: Sequence[str] = DEFAULT_METRICS) -> dict[str, Any]:
+    """What `compare BASELINE CURRENT --json` writes, as a dict (InputError on bad input)."""
+    return comparison_report(baseline, current, compare_paths(baseline, current, metrics))
 
 
 @dataclass
@@ -135,10 +153,6 @@ class Verdicts:
     longest: dict[str, Any] | None  # compare_versions' longest_kernel
     previous_launches: pd.DataFrame  # nsys_sqlite.LAUNCH_COLUMNS of the baseline
     launches: pd.DataFrame  # and of the current capture
-
-    def failed(self) -> bool:
-        """A stage's kernel time got slower (never a span, never a kernel alone, never ncu)."""
-        return bool((self.stages["kernel_verdict"] == SLOWER).any())
 
     def one_side(self) -> pd.DataFrame:
         """The kernels that ran in one capture only, the most time first: no interval, no verdict."""
@@ -220,6 +234,8 @@ def gpu_line(change: dict[str, Any]) -> str:
 def kernel_table(path: Path) -> Side:
     """One row per kernel: ``name``, ``friendly_name`` (the input's, else derived from the name) and the
     WATCHABLE metrics the input has; and the GPU the input ran on where it says."""
+    from generator.render.data_files import NCU_METRICS_CSV, SUMMARY_JSON
+
     if path.is_dir():
         if (path / MANIFEST).is_file():
             return _from_run(path)
@@ -245,6 +261,11 @@ def _identity(gpus: list[GpuInfo]) -> dict[str, Any] | None:
 def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
     """Canonical per-launch or per-kernel metrics → one row per name and stage (the launch's NVTX
     stage or the version's stage column; ALL_STAGES where unknown), display units (means)."""
+    import pandas as pd
+
+    from generator.analyses.naming import name_kernels
+    from generator.model import ALL_STAGES
+
     stage = metrics["stage"] if "stage" in metrics else pd.Series(None, index=metrics.index, dtype=object)
     table = pd.DataFrame({"name": metrics["name"], "stage": stage.fillna(ALL_STAGES).astype(str)})
     for key in WATCHABLE:
@@ -263,10 +284,11 @@ def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
 def _from_run(run: Path) -> Side:
     """A capture run read and analysed as a site build reads and analyses a version of one run."""
     from generator.analyses.version import AnalysisSettings, analyze_alone
+    from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.config import Inputs, VersionConfig
     from generator.pipeline.inputs import InputCache, version_inputs
 
-    with InputCache() as cache:
+    with InputCache(BuildCache(default_root())) as cache:  # what a build or an earlier compare read
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
                                 run / MANIFEST, 0)
     alone = analyze_alone(run.name, inputs, AnalysisSettings())
@@ -276,6 +298,8 @@ def _from_run(run: Path) -> Side:
 
 def _ranks_csv(path: Path) -> pd.DataFrame:
     """A version's data/ranks.csv (stage, rank and the RANK_FIGURES)."""
+    import pandas as pd
+
     try:
         table = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
@@ -287,6 +311,8 @@ def _ranks_csv(path: Path) -> pd.DataFrame:
 
 
 def _from_csv(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)  # a ragged first row
@@ -319,6 +345,8 @@ _GPU_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 
 def _summary_gpu(path: Path) -> dict[str, Any] | None:
     """The ``gpu`` of a version's summary.json (GPU_IDENTITY facts), None where it has none."""
+    from generator.model import GPU_IDENTITY
+
     data = _read_json(path)
     gpu = data.get("gpu") if isinstance(data, dict) else None
     if gpu is None:
@@ -334,6 +362,8 @@ def _summary_gpu(path: Path) -> dict[str, Any] | None:
 
 
 def _from_summary(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     data = _read_json(path)
     means = data.get("overall_means") if isinstance(data, dict) else None
     if not isinstance(means, dict):
@@ -346,9 +376,10 @@ def _from_summary(path: Path) -> pd.DataFrame:
 
 
 def _from_profile(path: Path) -> Side:
+    from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.inputs import InputCache
 
-    with InputCache() as cache:
+    with InputCache(BuildCache(default_root())) as cache:
         dataset = cache.read(path)
     metrics = dataset.kernel_metrics
     if metrics is None or not len(metrics):
@@ -404,13 +435,20 @@ def _mover(mover: dict[str, Any], names: dict[str, str]) -> str:
 def _shown_name(name: str, names: dict[str, str]) -> str:
     """The display name of a kernel (:func:`_display_names`, else its friendly name), cut to NAME_SHOWN."""
     if name not in names:
+        from generator.analyses.naming import name_kernels
+
         shown = name_kernels([name])[name].friendly_name or name
         names[name] = shown if len(shown) <= NAME_SHOWN else shown[: NAME_SHOWN - 1] + "…"
     return names[name]
 
 
-def _print(console: Console, verdicts: Verdicts | None, context: Comparison, names: dict[str, str]) -> None:
-    """Print the comparison, ending with the gate's word (Verdicts.failed of comparable captures)."""
+def _print(console: Console, verdicts: Verdicts | None, context: Comparison, names: dict[str, str],
+           gate: dict[str, Any]) -> None:
+    """Print the comparison and the gate's conclusion (speed_change.stage_gate)."""
+    from generator.analyses.launch_stats import FASTER, SESSION_NOISE, SLOWER, TOO_FEW, UNCHANGED
+    from generator.analyses.speed_change import stage_movers
+    from generator.model import ALL_STAGES
+
     if verdicts is None:
         console.print("no verdict: durations decide from the nsys launches of capture run directories, "
                       "which these inputs are not; ncu figures below are context.")
@@ -429,7 +467,7 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
         console.print(f"not one session ({apart}): stage bands at least ±{SESSION_NOISE * 100:.1f}%, the farthest a "
                       "stage's interval reached between repeat captures of one unchanged program "
                       "(bench/session_noise.md)")
-    table = Table("stage", "kernel ms", "change", "95% interval", "noise ±", "verdict",
+    table = report_table("stage", "kernel ms", "change", "95% interval", "noise ±", "verdict",
                   "span ms", "change", "span verdict", title="stages: nsys kernel time decides; span is shown")
     for row in verdicts.stages.to_dict("records"):
         span_verdict = row["span_verdict"] + (" (host-dominated)" if row["host_dominated"] else "")
@@ -445,7 +483,7 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
                           + "; ".join(_mover(m, names) for m in movers))
     moved = verdicts.kernels[verdicts.kernels["verdict"].isin([SLOWER, FASTER])]
     if len(moved):
-        table = Table("kernel", "stage", "median µs", "change", "95% interval", "noise ±", "verdict", "ncu context",
+        table = report_table("kernel", "stage", "median µs", "change", "95% interval", "noise ±", "verdict", "ncu context",
                       title="kernels whose median launch moved beyond the noise (nsys, every launch)")
         lead = "" if like["same_session"] else " between sessions (a lead)"
         for row in moved.to_dict("records"):
@@ -463,17 +501,40 @@ def _print(console: Console, verdicts: Verdicts | None, context: Comparison, nam
     if longest and longest["previous"] and longest["current"] and not longest["same_kernel"]:
         console.print(f"the longest profiled kernel changed from {longest['previous']['friendly_name']} to "
                       f"{longest['current']['friendly_name']} (ncu; not a verdict).")
-    failed = verdicts.failed()
-    slower = verdicts.stages[verdicts.stages["kernel_verdict"] == SLOWER]["stage"].tolist()
-    console.print(f"[red]FAIL[/red]: kernel time got slower in {', '.join(slower)}." if failed
-                  else "[green]OK[/green]: no stage's kernel time got slower beyond the noise.")
+    _print_gate(console, verdicts.stages, gate)
+
+
+def _print_gate(console: Console, stages: pd.DataFrame, gate: dict[str, Any]) -> None:
+    """The gate's conclusion: FAIL (exit 1), NOT JUDGED (exit 3) or OK, naming the stages not judged."""
+    rows = {row["stage"]: row for row in stages.to_dict("records")}
+
+    def unjudged(stage: str) -> str:
+        row = rows[stage]
+        change = "" if row["kernel_rel_pct"] != row["kernel_rel_pct"] else f", {row['kernel_rel_pct']:+.1f}%"
+        return f"{stage} ({row['prev_launches']:,} → {row['launches']:,} launches{change})"
+
+    limit = f"+{gate['limit_pct']:.0f}%"
+    if gate["over_limit"]:
+        console.print(f"too few launches for a verdict, but kernel time grew beyond {limit}: "
+                      + "; ".join(unjudged(s) for s in gate["over_limit"]))
+    if gate["not_judged"]:
+        console.print(f"not judged (too few launches; growth up to {limit} passes): "
+                      + "; ".join(unjudged(s) for s in gate["not_judged"]))
+    if gate["status"] == "fail":
+        console.print(f"[red]FAIL[/red]: kernel time got slower in {', '.join(gate['slower'] + gate['over_limit'])}.")
+    elif gate["status"] == "not judged":
+        console.print("[yellow]NOT JUDGED[/yellow]: the measured stages together have too few launches for a "
+                      "verdict (exit 3).")
+    else:
+        console.print("[green]OK[/green]: no stage's kernel time got slower beyond the noise."
+                      + (" The stages not judged are listed above." if gate["not_judged"] else ""))
 
 
 def _print_one_side(console: Console, one_side: pd.DataFrame, names: dict[str, str]) -> None:
     """The kernels added or removed (all measured stages together), the most time first."""
     if not len(one_side):
         return
-    table = Table("kernel", "", "launches", "change ms",
+    table = report_table("kernel", "", "launches", "change ms",
                   title="kernels that ran in one capture only (measured stages together): "
                         "no interval, their whole time is the change")
     for row in one_side.head(ONE_SIDE_SHOWN).to_dict("records"):
@@ -487,7 +548,7 @@ def _print_one_side(console: Console, one_side: pd.DataFrame, names: dict[str, s
 
 
 def _print_context(console: Console, result: Comparison, names: dict[str, str]) -> None:
-    table = Table("kernel", "stage", "metric", "baseline", "current", "change",
+    table = report_table("kernel", "stage", "metric", "baseline", "current", "change",
                   title="ncu figures of the matched kernels (context, not a verdict)")
     for row in result.rows.to_dict("records"):
         stage = row["stage"] if isinstance(row["stage"], str) else ""

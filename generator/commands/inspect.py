@@ -6,21 +6,18 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from generator.analyses.naming import name_kernels
 from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES
-from generator.model import Dataset, whole_graphs
-from generator.pipeline.inputs import load_manifest, manifest_stages
-from generator.readers import read
 from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
-from generator.text_safety import clean_text
+
+if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers without pandas
+    import pandas as pd
+    from rich.console import Console
+    from rich.text import Text
+
+    from generator.model import Dataset
 
 HELP = ("say what each profiler file is and summarize its kernels, GPUs and NVTX ranges; summarize a capture run "
         "directory (manifest, stages, files, coverage)")
@@ -49,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from generator.readers import read
+    from generator.text_safety import clean_text
+
     console = Console(highlight=False)
     summaries: list[dict[str, Any]] = []
     failed = False
@@ -82,6 +84,8 @@ def _as_input_error(path: Path, exc: Exception) -> InputError:
 
 def summarize(ds: Dataset) -> dict[str, Any]:
     """The facts `inspect` shows about one Dataset, as plain JSON-ready values."""
+    from generator.analyses.naming import name_kernels
+
     prov = ds.provenance
     summary: dict[str, Any] = {
         "path": prov.path,
@@ -121,6 +125,8 @@ def rank_facts(path: Path) -> dict[str, Any]:
 
 def summarize_run(run: Path) -> dict[str, Any]:
     """What a capture run directory holds, from its manifest and its files (no profiler file is read)."""
+    from generator.pipeline.inputs import load_manifest, manifest_stages
+
     if not (run / MANIFEST).is_file():
         raise InputError(run, f"is a directory but not a capture run (no {MANIFEST}); inspect the files in it")
     manifest = load_manifest(run)
@@ -157,6 +163,10 @@ FIELD_MAX = 2000
 def _cut(text: str) -> Text:
     """A console field: at most FIELD_MAX characters, then how many more (rich wraps a long text in
     time that grows faster than its length: a 30 MB manifest note took minutes)."""
+    from rich.text import Text
+
+    from generator.text_safety import clean_text
+
     text = str(text)
     if len(text) > FIELD_MAX:
         text = f"{text[:FIELD_MAX]}…[+{len(text) - FIELD_MAX:,} characters; --json shows all]"
@@ -164,6 +174,10 @@ def _cut(text: str) -> Text:
 
 
 def _print_run(console: Console, run: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
@@ -228,6 +242,8 @@ def _stages(ds: Dataset) -> list[str]:
 def _kernel_summary(rows: pd.DataFrame, stage: str) -> dict[str, Any]:
     """The stage's kernels, launches and GPU time (CUDA graphs traced as whole graphs: their GPU time
     counted, their rows and replays apart, in ``whole_graphs``) and its top rows."""
+    from generator.model import whole_graphs
+
     top = rows.sort_values(["total_ns", "name"], ascending=[False, True]).head(TOP)
     graph = whole_graphs(rows["name"])
     return {
@@ -269,6 +285,8 @@ def _top_rows(top: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _number(value: Any) -> int | float | None:
     """A JSON number: ints stay ints, NaN becomes null."""
+    import pandas as pd
+
     if value is None or pd.isna(value):
         return None
     value = float(value)
@@ -294,6 +312,11 @@ def _gpu_text(gpu: dict[str, Any]) -> str:
 
 
 def _print(console: Console, summary: dict[str, Any], full: bool = False) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from generator.text_safety import clean_text
+
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column(overflow="fold")
@@ -335,6 +358,9 @@ def _print(console: Console, summary: dict[str, Any], full: bool = False) -> Non
 
 def _print_top(console: Console, title: str, top: list[dict[str, Any]], full: bool) -> None:
     """The kernels by their unique friendly names, or (``full``) their whole profiler names, wrapped."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=Text(title), title_justify="left", expand=True)
     table.add_column("kernel", no_wrap=not full, overflow="fold" if full else "ellipsis", ratio=1)
     table.add_column("time %", justify="right", no_wrap=True)

@@ -8,22 +8,20 @@ against. ``--json OUT`` writes every figure (deterministic).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-
-from generator.analyses.join import attach_stage_time
-from generator.analyses.projection import KEEP_PCT, KERNEL_MODEL, MODEL, what_if
+from generator.analyses.projection_models import KERNEL_MODEL, MODEL
+from generator.commands import report_console, report_table
 from generator.errors import InputError
-from generator.model import VersionInputs
-from generator.pipeline.chips import check_of, load_chip, read_run, shipped, shipped_chips
-from generator.render.data_files import json_safe
-from generator.text_safety import clean_tree
+from generator.resources import shipped
+
+if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers without pandas or SciPy
+    from rich.console import Console
+
+    from generator.model import VersionInputs
 
 HELP = "project a run's measured kernels onto another chip (floor × measured excess), with sensitivity"
-CI_WIDTH = 150
 NAME_SHOWN = 60
 FORMULA = ("per profiled launch: floor = max(tensor FLOP / tensor peak, FP32 FLOP / FP32 peak, "
            "DRAM bytes / DRAM bandwidth, shortest kernel); projected = floor on target + (measured − floor on "
@@ -49,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_version(report: Path, version_id: str) -> VersionInputs:
     """A report.yaml version's inputs."""
+    from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.config import load_report
     from generator.pipeline.inputs import InputCache, version_inputs
 
@@ -56,15 +55,19 @@ def read_version(report: Path, version_id: str) -> VersionInputs:
     ids = [v.id for v in config.versions]
     if version_id not in ids:
         raise InputError(report, f"no version {version_id!r} (versions: {', '.join(ids)})")
-    with InputCache() as cache:
+    with InputCache(BuildCache(default_root())) as cache:
         return version_inputs(config.versions[ids.index(version_id)], cache, report, ids.index(version_id))
 
 
 def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise InputError("--top", f"{args.top} kernels per stage; give 1 or more")
-
     from generator import output_dirs
+    from generator.analyses.join import attach_stage_time
+    from generator.analyses.projection import what_if
+    from generator.pipeline.chips import check_of, load_chip, read_run, shipped_chips
+    from generator.render.data_files import json_safe
+    from generator.text_safety import clean_tree
 
     json_out = output_dirs.json_target(args.json, "project", _inputs(args)) if args.json else None
     target = load_chip(args.chip)
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     other = check_of(args.validate) if args.validate else None
     metrics = attach_stage_time(inputs.kernel_metrics, inputs.kernel_summary)
     result = what_if(inputs, metrics, target, shipped_chips(), other, args.top, model=args.model)
-    console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else CI_WIDTH)
+    console = report_console(highlight=False, markup=False)
     _print(console, clean_tree(result))
     if json_out is not None:
         output_dirs.write_json(json_out, "project", json_safe(result))
@@ -102,6 +105,8 @@ def _pct(value: float | None) -> str:
 
 
 def _print(console: Console, result: dict) -> None:
+    from generator.analyses.projection import KEEP_PCT
+
     console.print(f"{result['source']['name']} (basis: {result['source']['key']}) → {result['target']['name']}; "
                   f"model: {result['model']}")
     console.print(FORMULA)
@@ -109,7 +114,7 @@ def _print(console: Console, result: dict) -> None:
     measured = sorted(k for k, v in used.items() if v == "measured")
     console.print("figures measured on both chips (chip probe): " + (", ".join(measured) if measured else "none")
                   + "; every other figure: datasheet on both")
-    table = Table("stage", "measured ms", "projected ms", "low–high ms", "profiled", "host gaps ms (not scaled)",
+    table = report_table("stage", "measured ms", "projected ms", "low–high ms", "profiled", "host gaps ms (not scaled)",
                   title="GPU kernel time per stage")
     for row in result["stages"]:
         table.add_row(row["stage"], _ms(row["measured_ns"]), _ms(row["projected_ns"]),
@@ -119,7 +124,7 @@ def _print(console: Console, result: dict) -> None:
     for note in result["notes"]:
         console.print(note)
     variants = list(dict.fromkeys((r["parameter"], r["factor"]) for r in result["sensitivity"]))
-    table = Table("stage", *(f"{p.replace('_', ' ')} ×{f:g}" for p, f in variants),
+    table = report_table("stage", *(f"{p.replace('_', ' ')} ×{f:g}" for p, f in variants),
                   title="sensitivity: change of the stage's kernel time on the captured GPU")
     for stage in result["moves"]:
         rows = {(r["parameter"], r["factor"]): r["change_pct"] for r in result["sensitivity"] if r["stage"] == stage}
@@ -140,7 +145,7 @@ def _print(console: Console, result: dict) -> None:
         console.print(f"not checked against {check['run']}: it ran another program "
                       f"({'; '.join(check['differences'])}; here / there)", markup=False)
     elif check is not None:
-        table = Table("stage", "projected ms", f"measured on {check['gpu']} ms", "error", "no-change error",
+        table = report_table("stage", "projected ms", f"measured on {check['gpu']} ms", "error", "no-change error",
                       title="validation against the capture on the target")
         for row in check["stages"]:
             table.add_row(row["stage"], _ms(row["projected_ns"]), _ms(row["measured_ns"]), _pct(row["error_pct"]),

@@ -12,13 +12,12 @@ from generator.analyses.projection import FIGURES, OPTIONAL_FIGURES, Check, Chip
 from generator.errors import InputError
 from generator.languages import DEFAULT_LANG, LANGS
 from generator.model import VersionInputs
+from generator.pipeline.build_cache import BuildCache, default_root
 from generator.pipeline.config import CleanStr, Inputs, ReportConfig, VersionConfig
 from generator.pipeline.inputs import InputCache, version_inputs
 from generator.readers.documents import key_path, load_yaml
+from generator.resources import CHIPS_DIR, MEASURED_SUFFIX, shipped, shipped_measured
 from generator.run_layout import MANIFEST
-
-#: the chips the package ships: generator/chips/<key>.yaml
-CHIPS_DIR = Path(__file__).resolve().parent.parent / "chips"
 
 Positive = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 Lang = Literal[tuple(LANGS)]  # type: ignore[valid-type]
@@ -97,20 +96,6 @@ class ChipSpec(_Strict):
         return figures
 
 
-#: a shipped chip's probe file: generator/chips/<key>-measured.yaml
-MEASURED_SUFFIX = "-measured"
-
-
-def shipped() -> list[str]:
-    """The keys of the datasheet chips the package ships, sorted."""
-    return sorted(p.stem for p in CHIPS_DIR.glob("*.yaml") if not p.stem.endswith(MEASURED_SUFFIX))
-
-
-def shipped_measured() -> list[str]:
-    """The keys of the shipped probe files (``h100-sxm-measured``), sorted."""
-    return sorted(p.stem for p in CHIPS_DIR.glob(f"*{MEASURED_SUFFIX}.yaml"))
-
-
 def load_chip(name_or_file: str | Path, base: Path | None = None) -> Chip:
     """A shipped chip by key (``h100-sxm``, with the figures its probe file measured as
     ``measured``; ``h100-sxm-measured``: the probe file itself) or a chip file by path (relative
@@ -151,7 +136,7 @@ def read_run(path: Path) -> VersionInputs:
     """A capture run directory's inputs, as a one-run version."""
     if not (path / MANIFEST).is_file():
         raise InputError(path, "not a capture run directory (no manifest.json)")
-    with InputCache() as cache:
+    with InputCache(BuildCache(default_root())) as cache:  # what a build or an earlier command read
         return version_inputs(VersionConfig.model_construct(runs=[path], inputs=Inputs()), cache, path / MANIFEST, 0)
 
 
