@@ -28,11 +28,11 @@ import pandas as pd
 
 from generator.analyses.kernel_match import match_kernels
 from generator.analyses.like_with_like import PARAMETER, WORKLOAD, like_with_like
-from generator.analyses.projection_models import KERNEL_MODEL, MODEL, MODELS  # noqa: F401 (re-exported)
 from generator.analyses.registry import Analysis
 from generator.analyses.settings import AnalysisSettings
 from generator.analyses.setup import energy_stages
 from generator.model import ALL_STAGES, GpuInfo, VersionInputs
+from generator.projection_models import KERNEL_MODEL, MODEL, MODELS  # noqa: F401 (re-exported)
 from generator.workload_params import generated_tokens
 
 #: chip figures: key → (unit, what it is); every chip file gives these (power_w and tf32 optional)

@@ -29,7 +29,6 @@ from generator.commands import report_console, report_table
 from generator.errors import InputError
 from generator.metric_table import DEFAULT_METRICS, DISPLAY, WATCHABLE
 from generator.run_layout import MANIFEST
-from generator.text_safety import clean_text
 
 if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers without pandas or SciPy
     import pandas as pd
@@ -210,6 +209,8 @@ def rank_changes(baseline: pd.DataFrame | None, current: pd.DataFrame | None) ->
 
 def rank_line(row: dict[str, Any]) -> str:
     """One (stage, rank) of :func:`rank_changes` for the console."""
+    from generator.text_safety import clean_text
+
     figures = ", ".join(f"{f[:-3]} {_ms(row[f + '_before'])} → {_ms(row[f + '_after'])} ms" for f in RANK_FIGURES)
     return f"{clean_text(str(row['stage']))}, rank {row['rank']}: {figures}"
 

@@ -11,9 +11,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.analyses.projection_models import KERNEL_MODEL, MODEL
 from generator.commands import report_console, report_table
 from generator.errors import InputError
+from generator.projection_models import KERNEL_MODEL, MODEL
 from generator.resources import shipped
 
 if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers without pandas or SciPy
