@@ -82,7 +82,7 @@ def test_the_overview_opens_with_the_decision(example_site: BuiltSite, http_base
     base = _bases(example_site, http_base)[scheme]
     page = page_at(_url(base, lang, "index"), width)
     headings = page.eval_on_selector_all("article h2", "hs => hs.map(h => h.textContent.replace('¶', '').trim())")
-    assert headings[:2] == [t("decision.heading"), t("decision.savings")]
+    assert headings[:3] == [t("decision.heading"), t("floors.heading"), t("decision.savings")]
     lines = page.eval_on_selector_all("article h2 ~ ul:first-of-type > li", "ls => ls.map(l => l.textContent)")
     assert [line.split("：" if lang == "zh" else ":")[0] for line in lines] == ["sam", "clip", "projector", "prefill",
                                                                               "decode"]

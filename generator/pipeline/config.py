@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -172,6 +172,8 @@ class SweepPoint(_Strict):
     baseline: bool = False
     runs: list[RunDir] = []
     inputs: Inputs = Inputs()
+    #: read as a version's inputs (pipeline.sweep_inputs): its stages are report.yaml's, never found
+    stages_from: ClassVar[None] = None
 
 
 class VersionConfig(_Strict):
