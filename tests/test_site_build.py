@@ -2,8 +2,10 @@
 committed sources up to date, and atomicity (a failing build leaves the previous site untouched)."""
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import http.server
 import json
 import lzma
 import math
@@ -13,6 +15,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -156,9 +159,10 @@ def test_version_config(example_site: BuiltSite) -> None:
         assets = example_site.site / version.id / "assets"
         for built, source in (("js/kr-tables.js", "kr-tables.js"), ("css/kr-tables.css", "kr-tables.css")):
             assert (assets / built).read_bytes() == (TEMPLATES / "site" / source).read_bytes()
-        for sitemap in ("sitemap.xml", "zh/sitemap.xml"):  # no address to list without a site URL
-            text = (example_site.site / version.id / sitemap).read_text(encoding="utf-8")
-            assert "<url>" not in text and "None" not in text and text.rstrip().endswith("</urlset>")
+        # no address to list without a site URL: no sitemap, and pages hand Material an empty one
+        assert [p.name for p in (example_site.site / version.id).rglob("sitemap.xml*")] == []
+        page = (example_site.site / version.id / "zh" / "index.html").read_text(encoding="utf-8")
+        assert page.count('"data:text/xml,<urlset></urlset>"') == 1
 
 
 def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) -> None:
@@ -187,6 +191,49 @@ def test_site_url_reaches_each_version(example_site: BuiltSite, tmp_path: Path) 
         assert set(re.findall(r"<lastmod>(.*?)</lastmod>", text)) == {version.date.isoformat()}
     zh_index = (tmp_path / "site" / "zh" / "index.html").read_text(encoding="utf-8")
     assert f'<link rel="canonical" href="{base}zh/index.html">' in zh_index
+    assert "data:text/xml" not in zh_index  # Material fetches the real sitemaps
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_site_without_site_url_requests_nothing_missing(example_site: BuiltSite, lang: str) -> None:
+    """Served over HTTP without a site URL (so without sitemaps), a page and a switch of version
+    (to the other version's home: no sitemap to find the page in) and of language make no request
+    that fails and no console error."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    handler = functools.partial(QuietHandler, directory=str(example_site.site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    versions = [v.id for v in load_report(example_site.report).versions]
+    lang_dir = "" if lang == "en" else f"{lang}/"
+    problems: list[str] = []
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
+            page = browser.new_page()
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+            page.goto(f"{base}{versions[-1]}/{lang_dir}findings.html")
+            page.wait_for_load_state("networkidle")
+            page.wait_for_selector(".md-version__link", state="attached")
+            page.eval_on_selector_all(".md-version__link",
+                                      f"els => els.find(a => a.href.includes('/{versions[0]}/')).click()")
+            page.wait_for_url(f"{base}{versions[0]}/")
+            page.wait_for_load_state("networkidle")
+            page.eval_on_selector('a.md-select__link[hreflang="zh"]', "a => a.click()")
+            page.wait_for_url(f"{base}{versions[0]}/zh/index.html")
+            page.wait_for_load_state("networkidle")
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert problems == []
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
 
 
 def test_build_is_deterministic(example_site: BuiltSite, tmp_path: Path) -> None:

@@ -85,6 +85,7 @@ def build_version_site(mkdocs_yml: Path, site_dir: Path, date: datetime.date, *,
         (site_dir / "404.html").unlink(missing_ok=True)
         _sitemaps(site_dir, config, epoch)
         _search_indexes(site_dir, config)
+        _segment_whole_queries(site_dir)
     except (MkDocsException, SystemExit) as exc:
         problems = "; ".join(collected.messages) or str(exc)
         raise InputError(mkdocs_yml, f"mkdocs build --strict failed: {problems}") from None
@@ -118,25 +119,45 @@ def _search_indexes(site_dir: Path, config: MkDocsConfig) -> None:
     path.write_text(json.dumps(of(None), ensure_ascii=False), encoding="utf-8")
 
 
+#: Material's search worker splits a Chinese query into words of the index, longest first, but tries
+#: only words that end before the query's last character: 内核 became 内, which (as a prefix) found
+#: 内存 and every other word starting with 内. Its loop, minified, with the bound fixed to take the
+#: query's end too (then 内核 is searched as 内核, 内核参数 as 内核 and 参数).
+_SEGMENT_LOOP = re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in \w")
+
+
+def _segment_whole_queries(site_dir: Path) -> None:
+    """Material's search worker in ``site_dir`` with its Chinese query segmentation fixed
+    (:data:`_SEGMENT_LOOP`); RuntimeError if the worker no longer has that loop once."""
+    for worker in sorted((site_dir / "assets" / "javascripts" / "workers").glob("search.*.min.js")):
+        text = worker.read_text(encoding="utf-8")
+        fixed, count = _SEGMENT_LOOP.subn(lambda m: m[0].replace(f"{m[1]}<", f"{m[1]}<=", 1), text)
+        if count != 1:
+            raise RuntimeError(f"{worker}: {count} Chinese query segmentation loops, expected 1 (Material changed?)")
+        worker.write_text(fixed, encoding="utf-8")
+
+
 def _sitemaps(site_dir: Path, config: MkDocsConfig, epoch: int) -> None:
     """Fix up the version's sitemap for Material and for sitemap readers.
 
     With a site URL the version root itself is listed too: Material's version selector keeps the
     reader on the same page only when the common prefix of the target version's sitemap entries
     is an entry (it is with directory URLs, not with ``use_directory_urls: false``). Without a
-    site URL the sitemap lists nothing (entries must be absolute; i18n's would say "None…").
+    site URL there is no sitemap (entries must be absolute; i18n's would say "None…"), and
+    overrides/main.html hands Material an empty one where it would fetch it.
     Material fetches sitemap.xml next to each language alternate too, so ``<lang>/`` gets a copy.
     """
     sitemap = site_dir / "sitemap.xml"
+    if not config.site_url:
+        sitemap.unlink()
+        (site_dir / "sitemap.xml.gz").unlink()
+        return
     text = sitemap.read_text(encoding="utf-8")
     opening = re.search(r"<urlset[^>]*>\n", text)
     if opening is None:
         raise RuntimeError(f"{sitemap}: no <urlset> line (mkdocs' and i18n's templates write one)")
-    if config.site_url:
-        root = f"    <url>\n        <loc>{html.escape(config.site_url)}</loc>\n    </url>\n"
-        text = text[: opening.end()] + root + text[opening.end():]
-    else:
-        text = text[: opening.end()] + "</urlset>\n"
+    root = f"    <url>\n        <loc>{html.escape(config.site_url)}</loc>\n    </url>\n"
+    text = text[: opening.end()] + root + text[opening.end():]
     sitemap.write_text(text, encoding="utf-8")
     (site_dir / "sitemap.xml.gz").write_bytes(gzip.compress(text.encode("utf-8"), mtime=epoch))
     for lang in config.plugins["i18n"].config.languages:

@@ -365,15 +365,17 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
                                             peak=_si(line["flops"], "FLOP/s"))}
                         for line in lines if line["order"] == 2], [p["flops"] for p in lines]
                        + list(pd.to_numeric(frame["achieved_flop_per_s"], errors="coerce").dropna()))
-        slope = next(line for line in lines if line["order"] == 0)  # every roof's slope is the DRAM bandwidth
-        start = [{**slope, "label_flops": slope["flops"],
+        # every roof's slope is the DRAM bandwidth (no datapath's colour); its label ends at the lowest
+        # ridge, above the slope: no kernel runs faster than DRAM feeds it, so no point stands there
+        ridge = min((line for line in lines if line["order"] == 1), key=lambda line: line["ai"])
+        slope = [{**ridge, "label_flops": ridge["flops"],
                   "label": t("charts.bandwidth_label", bandwidth=_si(roofs["peak_dram_bytes_per_s"], "B/s"))}]
-        for rows, align in ((ends, "right"), (start, "left")):
-            layers.append(alt.Chart(inline_data(rows)).mark_text(align=align, baseline="bottom", dy=-3,
+        for rows, color in ((ends, encode["color"]), (slope, alt.ColorValue("#555555"))):
+            layers.append(alt.Chart(inline_data(rows)).mark_text(align="right", baseline="bottom", dy=-3,
                                                                  fontSize=11).encode(
                 x=alt.X("ai:Q", scale=alt.Scale(type="log"), title=x_title),
                 y=alt.Y("label_flops:Q", scale=alt.Scale(type="log"), title=y_title, axis=alt.Axis(format="~s")),
-                color=encode["color"],
+                color=color,
                 text=alt.Text("label:N"),
             ))
     dots = alt.Chart(inline_data(chart_records(frame))).mark_point(filled=True, size=80, opacity=0.9)
