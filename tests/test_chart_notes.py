@@ -45,6 +45,11 @@ def expected(docs: Path) -> dict[str, dict]:
     out["stage-time"] = {"stage": big["stage"], "share_pct": big["kernel_ns"] * 100 / stage_time["kernel_ns"].iloc[0],
                          "stage_ns": big["kernel_ns"], "library_name": lib["library"], "library_pct": lib["pct"],
                          "low_stage": low["stage"], "top_n_pct": low["top_n_pct"]}
+    floors = pd.read_csv(docs / "data" / "stage_decomposition.csv")
+    floors = floors[(floors["stage"] != "all") & (floors["floor_ns"] > 0)]
+    far = floors.loc[(floors["kernel_ns"] - floors["floor_ns"]).idxmax()]
+    out["stage-floor"] = {"stage": far["stage"], "kernel_ns": far["kernel_ns"], "floor_ns": far["floor_ns"],
+                          "gap_ns": far["kernel_ns"] - far["floor_ns"], "value_times": far["kernel_ns"] / far["floor_ns"]}
     for index, stage in enumerate(stage_time["stage"]):
         rows = top[top["stage"] == stage].sort_values("rank")
         cumulative = rows["time_pct"].cumsum().reset_index(drop=True)

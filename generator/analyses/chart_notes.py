@@ -88,6 +88,21 @@ def stage_time_note(stage_time: pd.DataFrame, libraries: pd.DataFrame) -> Note |
         "top_n_count": int(low["top_n"]), "top_n_pct": float(low["top_n_pct"])}}
 
 
+def stage_floor_note(decomposition: pd.DataFrame | None) -> Note | None:
+    """The stage whose kernel time stands furthest above the sum of its launches' floors: both, and
+    how many times the floor it is (stage_decomposition)."""
+    if decomposition is None or "floor_ns" not in decomposition:
+        return None
+    staged = decomposition[(decomposition["stage"] != ALL_STAGES) & (decomposition["floor_ns"].astype(float) > 0)]
+    if not len(staged):
+        return None
+    gap = staged["kernel_ns"].astype(float) - staged["floor_ns"].astype(float)
+    far = staged.loc[gap.idxmax()]
+    return {"id": "stage_floor", "values": {
+        "stage": far["stage"], "kernel_ns": float(far["kernel_ns"]), "floor_ns": float(far["floor_ns"]),
+        "gap_ns": float(gap.max()), "value_times": float(far["kernel_ns"]) / float(far["floor_ns"])}}
+
+
 def normalized_note(points: pd.DataFrame | None) -> Note | None:
     """Kernels nearer SM peak than memory peak (above the diagonal) and the highest SM throughput."""
     if points is None or not len(points):
@@ -148,9 +163,11 @@ def with_sweep_note(notes: dict[str, Note], configs: pd.DataFrame) -> dict[str, 
 
 def chart_notes(stage_time: pd.DataFrame, stage_libraries: pd.DataFrame, stages: list[str],
                 top_kernels: dict[str, pd.DataFrame], histograms: dict[str, pd.DataFrame],
-                roofline: dict[str, Any], ncu_metrics: pd.DataFrame, module_tree: ModulesResult) -> dict[str, Note]:
+                roofline: dict[str, Any], ncu_metrics: pd.DataFrame, module_tree: ModulesResult,
+                stage_decomposition: pd.DataFrame | None = None) -> dict[str, Note]:
     """Chart key (as the pages name charts) → its note; charts without data have none."""
-    notes: dict[str, Note | None] = {"stage-time": stage_time_note(stage_time, stage_libraries)}
+    notes: dict[str, Note | None] = {"stage-time": stage_time_note(stage_time, stage_libraries),
+                                     "stage-floor": stage_floor_note(stage_decomposition)}
     for index, stage in enumerate(stages):
         top = top_kernels.get(stage)
         notes[f"top-{index}"] = None if top is None else top_note(stage, top.reset_index(drop=True))

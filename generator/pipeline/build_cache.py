@@ -42,7 +42,8 @@ FORMAT = "kernel-report-input-cache/1"
 DEFAULT_MAX_BYTES = 1 << 30
 #: Modules whose code decides what an input reads as (their source is part of every key).
 READING_CODE = ("readers", "model.py", "metric_table.py", "nsys_queries.py", "run_layout.py", "units.py",
-                "errors.py", "text_safety.py", "pipeline/inputs.py", "pipeline/build_cache.py")
+                "errors.py", "text_safety.py", "pipeline/inputs.py", "pipeline/build_cache.py",
+                "pipeline/stage_choice.py", "pipeline/rank_map.py", "analyses/collectives.py")
 LIBRARIES = ("pandas", "numpy", "duckdb", "adbc-driver-sqlite", "adbc-driver-manager", "ncu-report",
              "cpp-demangle")
 _TABLES = tuple(f.name for f in dataclasses.fields(Dataset) if f.name not in ("provenance", "gpus"))

@@ -352,11 +352,12 @@ def _page_text(page: str, context: dict[str, Any]) -> str:
         t = context["t"]
         text = (f'{text.rstrip()}\n\n<div class="kr-table-words" hidden data-filter="{escape_attr(t("tables.filter"))}"'
                 f' data-sort="{escape_attr(t("tables.sort"))}"></div>\n')
-    for entry in entries_on(page):  # chart table entries: after the page's own content
+    for entry in entries_on(page):  # chart table entries: after the page's own content, with their note
         block = context["chart"](entry.key, entry.alt)
         if block:
             heading = f"## {context['t'](entry.title)}\n\n" if entry.title else ""
-            text = f"{text.rstrip()}\n\n{heading}{block}"
+            note = context["note"](entry.key)
+            text = f"{text.rstrip()}\n\n{heading}{block}" + (f"\n\n{note}\n" if note else "")
     return text
 
 
