@@ -134,14 +134,14 @@ def test_capture_caches_bytecode_outside_the_sources_where_the_environment_forbi
     if forbidden:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     code = ("import os, sys; from capture.bytecode import cache_bytecode; where = cache_bytecode(); "
-            "import capture.cli; print(where, os.environ.get('PYTHONPYCACHEPREFIX'), "
+            "import capture.cli, capture.run; print(where, os.environ.get('PYTHONPYCACHEPREFIX'), "
             "'PYTHONDONTWRITEBYTECODE' in os.environ, sys.dont_write_bytecode)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     folder = tmp_path / "kernel-report-bytecode"
     if forbidden:
         assert out.split() == [str(folder), str(folder), "False", "False"]
         cached = {p.name.split(".")[0] for p in folder.rglob("*.pyc")}
-        assert {"cli", "run", "targets", "nsys_sqlite"} <= cached  # the capture's own imports
+        assert {"cli", "run", "targets", "nsys_sqlite"} <= cached  # the capture's own imports (run: when it runs)
     else:
         assert out.split() == ["None", "None", "False", "False"] and not folder.exists()
 
