@@ -15,17 +15,13 @@ from mcp.client.stdio import StdioServerParameters
 
 VERSION = "ocr-vlm-h200/v3"
 SHOWN_CHARS = 1600  # of each answer printed (the whole answer went to the client)
-GAP_SQL = """SELECT stage, count(*) AS kernels, sum(shape_launches) AS launches,
-       round(sum(duration_ns * shape_launches) / 1e6, 3) AS measured_ms,
-       round(sum(floor_ns * shape_launches) / 1e6, 3) AS floor_ms,
-       round(sum((duration_ns - floor_ns) * shape_launches) / 1e6, 3) AS above_floor_ms,
-       round(sum(duration_ns * shape_launches) / sum(floor_ns * shape_launches), 1) AS times_floor
-FROM useful_work WHERE floor_ns IS NOT NULL AND shape_launches IS NOT NULL
-GROUP BY stage ORDER BY above_floor_ms DESC"""
-BASIS_SQL = """SELECT floor_basis, count(*) AS kernels,
-       round(sum((duration_ns - floor_ns) * shape_launches) / 1e6, 3) AS above_floor_ms
-FROM useful_work WHERE stage = '{stage}' AND floor_ns IS NOT NULL AND shape_launches IS NOT NULL
-GROUP BY floor_basis ORDER BY above_floor_ms DESC"""
+GAP_SQL = """SELECT stage, round(kernel_ns / 1e6, 3) AS kernel_ms, round(floor_ns / 1e6, 3) AS floor_ms,
+       round(gap_ns / 1e6, 3) AS above_floor_ms, round(kernel_ns / floor_ns, 1) AS times_floor,
+       round(gap_launch_bound_ns / 1e6, 3) AS launch_bound_ms, round(gap_memory_ns / 1e6, 3) AS memory_ms,
+       round(gap_compute_ns / 1e6, 3) AS compute_ms, round(gap_unprofiled_ns / 1e6, 3) AS unprofiled_ms
+FROM stage_decomposition WHERE stage <> 'all' AND floor_ns > 0 ORDER BY gap_ns DESC"""
+BASIS_SQL = """SELECT basis, source, sum(launches) AS launches, round(sum(measured_ns - floor_ns) / 1e6, 3) AS above_floor_ms
+FROM launch_floors WHERE stage = '{stage}' GROUP BY basis, source ORDER BY above_floor_ms DESC"""
 
 
 def _shown(value: Any) -> str:
@@ -55,15 +51,16 @@ async def session(site: str) -> None:
         ratio = max(gaps, key=lambda g: g["times_floor"])
         split = next(r for r in overview["stage_decomposition"] if r["stage"] == stage)
         top = gaps[0]
-        print(f"**Answer.** **{stage}** is furthest from its physical floor: its profiled kernels ran "
-              f"{top['measured_ms']} ms (ncu launch duration × the stage's launches of that configuration, "
-              f"{top['kernels']} kernels, {top['launches']:,} launches) against a floor of {top['floor_ms']} ms, "
+        print(f"**Answer.** **{stage}** is furthest from its physical floor: {top['kernel_ms']} ms of nsys kernel "
+              f"time against a floor of {top['floor_ms']} ms (the sum of each launch's floor), "
               f"{top['above_floor_ms']} ms above it ({top['times_floor']}× the floor); the next stage, "
               f"{gaps[1]['stage']}, is {gaps[1]['above_floor_ms']} ms above its floor. By ratio alone "
-              f"{ratio['stage']} is further ({ratio['times_floor']}×) but over {ratio['measured_ms']} ms. "
-              "The floor of each launch is the largest of useful FLOP / peak, ideal bytes / bandwidth and the "
-              "shortest kernel the GPU ran; in " + stage + " the gap sits on "
-              + ", ".join(f"{b['floor_basis']} floors ({b['above_floor_ms']} ms, {b['kernels']} kernels)" for b in basis)
+              f"{ratio['stage']} is further ({ratio['times_floor']}×) but over {ratio['kernel_ms']} ms. "
+              f"The gap in {stage}: {top['launch_bound_ms']} ms in small latency-bound kernels, {top['memory_ms']} ms "
+              f"memory-side, {top['compute_ms']} ms compute-side, {top['unprofiled_ms']} ms in launches with no "
+              "shapes or profile; by the term that sets each launch's floor: "
+              + ", ".join(f"{b['basis']} from {b['source']} ({b['above_floor_ms']} ms, {b['launches']:,} launches)"
+                          for b in basis[:4])
               + ". Why, from the findings' bounds: "
               + "; ".join(f"{f['id']} — at most {f['bound']['saving_ns'] / 1e6:.1f} ms "
                           f"({f['bound']['floor_basis']} floor, {f['bound']['stage_pct']} % of the stage; "
@@ -71,7 +68,6 @@ async def session(site: str) -> None:
                           for f in bounded[:3])
               + f". The stage's {split['latency_pct']:.1f} % latency-bound kernel time (stage_decomposition) agrees. "
               f"Its {split['idle_pct']:.1f} % host gaps are the eager loop's launching, not a GPU floor.")
-
 
 if __name__ == "__main__":
     asyncio.run(session(sys.argv[1]))
