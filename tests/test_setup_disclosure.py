@@ -114,8 +114,8 @@ def test_newer_manifest_keys_are_shown(tmp_path: Path) -> None:
     copy.write_text(json.dumps(manifest), encoding="utf-8")
     text = _index(json.loads(copy.read_text(encoding="utf-8")), "en")
     assert _cell(text, "Fidelity check") == ('<span class="kr-raw">consistent</span> (prefill, decode); '
-                                             '<span class="kr-raw">kernel time with and without the profiler within '
-                                             '2 %</span>')  # a verdict readers.fidelity does not write: data
+                                             '<span class="kr-raw" lang="en">kernel time with and without the profiler '
+                                             'within 2 %</span>')  # a verdict readers.fidelity does not write: data
     assert _cell(text, "Energy per stage") == ("decode: 123.40 J in 0.797 s (154.8 W), projector: not resolved "
                                                "(nvml)")
     assert _cell(text, "L2 cache") == "52.43 MB"
@@ -134,10 +134,12 @@ def test_the_recorded_fidelity_verdict_in_both_languages() -> None:
     assert fidelity["verdict"] == "same kernels" and all(
         s["measured_launches"] == s["plain_launches"] and not s["only_measured"] and not s["only_plain"]
         for s in fidelity["stages"].values())
-    note = f'<span class="kr-raw">{fidelity["note"]}</span>'  # no character of it needs escaping
+    # the capture's own note: quoted as written on the English page, in the page's words on the others
+    notes = {"en": f'<span class="kr-raw" lang="en">{fidelity["note"]}</span>',  # no character needs escaping
+             "zh": translator("zh")("capture_texts.fidelity_note")}
     for lang, verdict, sep in (("en", "same kernels", ", "), ("zh", "内核相同", "、")):
         cell = _cell(_index(manifest, lang), translator(lang)("setup.fidelity"))
-        assert cell == f"{verdict} ({sep.join(fidelity['stages'])}); {note}", lang
+        assert cell == f"{verdict} ({sep.join(fidelity['stages'])}); {notes[lang]}", lang
 
 
 @pytest.mark.parametrize("manifest_path", MANIFESTS, ids=[p.parent.name for p in MANIFESTS])

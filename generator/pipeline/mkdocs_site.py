@@ -120,9 +120,9 @@ def _search_indexes(site_dir: Path, config: MkDocsConfig) -> None:
 
 
 #: Material's search worker splits a Chinese query into words of the index, longest first, but tries
-#: only words that end before the query's last character: 内核 became 内, which (as a prefix) found
-#: 内存 and every other word starting with 内. Its loop, minified, with the bound fixed to take the
-#: query's end too (then 内核 is searched as 内核, 内核参数 as 内核 and 参数).
+#: only words that end before the query's last character: a two-character word became its first
+#: character, which (as a prefix) found every word starting with it (tests/test_search_worker.py has
+#: the examples). Its loop, minified, with the bound fixed to take the query's end too.
 _SEGMENT_LOOP = re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in \w")
 
 
