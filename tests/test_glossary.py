@@ -55,9 +55,9 @@ def _findings(text: str, wrong: dict[str, str]) -> list[str]:
     hits = []
     for word, key in wrong.items():
         latin = re.search("[A-Za-z]", word)
-        # a Latin word stands alone: not inside an identifier, a file name (stage\_time.csv) or a
-        # hyphenated name (kernel-report, --module-depth)
-        pattern = (r"(?<![A-Za-z0-9_\\.-])" + re.escape(word) + r"(?![A-Za-z0-9_\\-])") if latin else re.escape(word)
+        # a Latin word stands alone: not inside an identifier, a file name (stage\_time.csv, version.json)
+        # or a hyphenated name (kernel-report, --module-depth)
+        pattern = (r"(?<![A-Za-z0-9_\\.-])" + re.escape(word) + r"(?![A-Za-z0-9_\\-]|\.[a-z])") if latin else re.escape(word)
         for match in re.finditer(pattern, text, flags=re.IGNORECASE if latin else 0):
             line = text[: match.start()].count("\n")
             hits.append(f"{word!r} (use {key}): {text.splitlines()[line].strip()[:120]}")
