@@ -417,7 +417,7 @@ versions:
         "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
     assert set(whole["stage"]) == {"all"} and (whole["count"].sum(), whole["total_ns"].sum()) == (launches, busy)
     (run / "manifest.json").write_text('{"stages": "prefill"}', encoding="utf-8")
-    with InputCache() as cache, pytest.raises(InputError, match="manifest.json: no 'stages' list"):
+    with InputCache() as cache, pytest.raises(InputError, match="manifest.json: stages: Input should be a valid list \\(got 'prefill'\\)"):
         version_inputs(config.versions[0], cache, report, 0)
 
 
