@@ -21,7 +21,7 @@ import pandas as pd
 
 from generator.errors import InputError
 from generator.model import RankTables
-from generator.readers.nsys_sqlite import KERNEL_TABLE, NVTX_TABLE, RUNTIME_TABLE, SQLITE_MAGIC
+from generator.readers.nsys_sqlite import KERNEL_TABLE, NVTX_TABLE, RUNTIME_TABLE, require_sqlite
 from generator.readers.sqlite_file import checked_while_read
 
 #: One row per rank of an export (:func:`rank_processes`).
@@ -44,13 +44,7 @@ _RANGE_TYPES = (59, 60)
 
 
 def _connect(path: Path, tables: tuple[str, ...] = _TABLES):
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror})") from None
-    if head != SQLITE_MAGIC:
-        raise InputError(path, "not an SQLite file")
+    require_sqlite(path)
     return checked_while_read(path, tables)
 
 

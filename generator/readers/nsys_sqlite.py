@@ -206,11 +206,8 @@ class _Capture:
                 self.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
-@contextmanager
-def _open(path: str | Path, tables: Collection[str]) -> Iterator[_Capture]:
-    """Open an nsys export read-only to read ``tables`` (their integrity checked beside the block);
-    every SQLite failure becomes a one-line InputError."""
-    path = Path(path)
+def require_sqlite(path: Path) -> None:
+    """InputError unless ``path`` can be read and starts as an SQLite file does."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
@@ -218,6 +215,14 @@ def _open(path: str | Path, tables: Collection[str]) -> Iterator[_Capture]:
         raise InputError(path, f"cannot read ({exc.strerror})") from None
     if head != SQLITE_MAGIC:
         raise InputError(path, "not an SQLite file")
+
+
+@contextmanager
+def _open(path: str | Path, tables: Collection[str]) -> Iterator[_Capture]:
+    """Open an nsys export read-only to read ``tables`` (their integrity checked beside the block);
+    every SQLite failure becomes a one-line InputError."""
+    path = Path(path)
+    require_sqlite(path)
     cap: _Capture | None = None
     try:
         with checked_while_read(path, tables) as conn:
