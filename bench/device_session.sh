@@ -5,6 +5,7 @@
 # The run directories were renamed when committed: compiled-block → compiled-block-h200, llm-decode-a/-b →
 # llm-decode-h200-a/-b, llm-decode-eager-attn → llm-decode-eager-attn-h200, llm-decode-graph-node →
 # llm-decode-graph-h200, llm-decode-graph-whole → llm-decode-graph-whole-h200, ocr-vlm-a/-b → ocr-vlm-sdpa-h200-a/-b.
+# The 2026-12-07 probes and llm-decode-h100-{a,b}: `bash bench/device_session.sh probe probe-again llm-probe llm-b`.
 # One device call: install carried wheels, then each job NAME in "$@" (see job()), packed into $OUT.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD
@@ -19,6 +20,9 @@ job() {
     llm-b) timeout 240 $CAP --workload llm-decode --name llm-decode-b ;;
     llm-eager) timeout 240 $CAP --workload llm-decode --attn-impl eager --name llm-decode-eager-attn ;;
     llm-graph) timeout 240 $CAP --workload llm-decode --cuda-graph --name llm-decode-graph-node ;;
+    probe) timeout 120 python3 -m capture chip-probe --out "$OUT/probe.yaml" ;;
+    probe-again) timeout 90 python3 -m capture chip-probe --only dram tensor fp32 launch --out "$OUT/probe-again.yaml" ;;
+    llm-probe) timeout 300 $CAP --probe-chip --workload llm-decode --name llm-decode-probe ;;
     ocr-a) timeout 300 $CAP --workload ocr-vlm --name ocr-vlm-a ;;
     ocr-b) timeout 300 $CAP --workload ocr-vlm --name ocr-vlm-b ;;
     whole-graph)
