@@ -4,9 +4,11 @@ commands and refusals are those a GPU capture would run (``--dry-run``)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import lzma
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -20,6 +22,7 @@ from capture.manifest import Manifest
 from capture.run import FIDELITY_RANKS_NOTE, RunConfig, _fidelity_phase, ncu_profiled, profiled_processes
 from capture.workloads.distributed import bus_factor, link_rows
 from capture.workloads.params import Params
+from generator.analyses.setup import workload_setup
 from generator.errors import InputError
 from generator.readers.documents import validated
 from generator.readers.fidelity import DIFFERENT, SAME, process_kernels
@@ -27,6 +30,8 @@ from generator.readers.manifest import Manifest as ManifestSchema
 from generator.readers.manifest import read_manifest
 from generator.readers.nsys_ranks import rank_processes
 from generator.readers.nsys_sqlite import kernel_summary
+from generator.render.pages import render_page
+from generator.render.translations import translator
 from generator.run_layout import REPEAT_NVTX_DOMAIN, RunLayout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -302,3 +307,38 @@ def test_the_rank_ncu_profiled_recorded(tp_run: tuple[Path, subprocess.Completed
                       "ncu_devices": [0], "collectives_replayed": False}
     validated(raw, ManifestSchema, {"ranks": ranks, "ncu_rank": 1, "ncu_profiled": record})
 
+
+@needs_tp2
+def test_setup_page_shows_each_rank_and_the_ncu_rank(tp2: dict, tmp_path: Path) -> None:
+    """The Overview's setup table of a 2-rank manifest (the sdpa H200 manifest with the records above): each
+    rank's verdict and launches beside the capture's, and the rank ncu profiled, in English and Chinese."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from helpers_pages import example_result
+
+    path, _ = _fidelity_manifest(tmp_path, tp2["cut"], tp2["ranks"])
+    recorded = read_manifest(path)
+    manifest = json.loads((ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200" / "manifest.json").read_text())
+    raw = ROOT / "examples" / "runs" / "compiled-block-h200" / "ncu" / "raw.csv"
+    manifest.update(fidelity=recorded["fidelity"], ranks=recorded["ranks"],
+                    ncu_profiled=ncu_profiled(0, recorded["ranks"], raw))
+    result, meta = example_result()
+    cells = {}
+    for lang in ("en", "zh"):
+        text = render_page("index", dataclasses.replace(result, manifest=manifest), meta, lang, {})
+        t = translator(lang)
+        cells[lang] = {key: re.findall(rf"^\| {re.escape(t(key))} \| (.*) \|$", text, re.M)
+                       for key in ("setup.fidelity", "setup_ranks.fidelity", "setup_ranks.ncu")}
+    assert cells["en"]["setup_ranks.fidelity"] == [
+        "rank 0 (GPU 0, process 850): same kernels, 12,536 launches measured against 12,536 plain; "
+        "rank 1 (GPU 1, process 851): different kernels, 12,536 launches measured against 12,533 plain"]
+    assert cells["en"]["setup.fidelity"][0].startswith("different kernels (measured); ")
+    assert cells["en"]["setup_ranks.ncu"] == [
+        "rank 0 of 2 (GPU 0, process 1048 of the ncu run); the other ranks ran unprofiled; collectives not replayed"]
+    assert cells["zh"]["setup_ranks.fidelity"] == [
+        "rank 0（GPU 0，进程 850）：内核相同，测量 12,536 次启动，普通重复 12,536 次；"
+        "rank 1（GPU 1，进程 851）：内核不同，测量 12,536 次启动，普通重复 12,533 次"]
+    assert cells["zh"]["setup.fidelity"][0] == ("内核不同 (measured); " + translator("zh")(
+        "capture_texts.fidelity_ranks_note"))
+    assert cells["zh"]["setup_ranks.ncu"] == [
+        "2 个 rank 中的 rank 0（ncu 运行中 GPU 0，进程 1048）；其余 rank 未被分析；集合通信未重放"]
+    assert workload_setup({"workload": "gemm"})["fidelity_ranks"] == []  # a one-GPU manifest: no row
