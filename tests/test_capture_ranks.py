@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers_pages import example_result
 
 from capture.manifest import Manifest
 from capture.run import FIDELITY_RANKS_NOTE, RunConfig, _fidelity_phase, ncu_profiled, profiled_processes
@@ -312,9 +313,6 @@ def test_the_rank_ncu_profiled_recorded(tp_run: tuple[Path, subprocess.Completed
 def test_setup_page_shows_each_rank_and_the_ncu_rank(tp2: dict, tmp_path: Path) -> None:
     """The Overview's setup table of a 2-rank manifest (the sdpa H200 manifest with the records above): each
     rank's verdict and launches beside the capture's, and the rank ncu profiled, in English and Chinese."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from helpers_pages import example_result
-
     path, _ = _fidelity_manifest(tmp_path, tp2["cut"], tp2["ranks"])
     recorded = read_manifest(path)
     manifest = json.loads((ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200" / "manifest.json").read_text())
