@@ -30,7 +30,7 @@ from capture.topn import TopN, mangled_names, select, stage_summaries
 from capture.workloads import declared_stages, resolve
 from capture.workloads.params import Params
 from capture.workloads.windows import NCU_INCLUDE, Plan
-from generator.readers.fidelity import SAME, compare, stage_kernels
+from generator.readers.fidelity import SAME, compare, compare_ranks, process_kernels, stage_kernels
 from generator.readers.nsys_sqlite import graph_summary
 from generator.run_layout import NCU_PASSES, REPEAT_NVTX_DOMAIN
 
@@ -228,6 +228,26 @@ def profiled_launches(csv_path: Path, stages: list[str]) -> list[tuple[str, str 
     return out
 
 
+def profiled_processes(csv_path: Path) -> list[tuple[int, int]]:
+    """(process id, device) of every process ncu profiled, as ncu's ``--page raw`` export names them."""
+    rows = _read_csv(csv_path)
+    if "Process ID" not in rows[0] or "Device" not in rows[0]:
+        raise PhaseFailed(f"{csv_path.name}: no 'Process ID' or 'Device' column in the ncu export")
+    pid, device = rows[0].index("Process ID"), rows[0].index("Device")
+    return sorted({(int(r[pid]), int(r[device])) for r in rows[2:] if len(r) > max(pid, device)})
+
+
+def ncu_profiled(rank: int, ranks: list[dict], csv_path: Path) -> dict:
+    """The manifest's ``ncu_profiled``: the rank ncu profiled among ``ranks`` (the nsys run's records:
+    its pid and GPU there), and the processes and devices ncu's own export names (the ncu run's);
+    the other ranks ran unprofiled and no collective was replayed."""
+    processes = profiled_processes(csv_path)
+    record = next(r for r in ranks if r["rank"] == rank)
+    return {"rank": rank, "world_size": len(ranks), "nsys_pid": record["pid"], "gpu": record.get("gpu"),
+            "ncu_pids": sorted({p for p, _ in processes}), "ncu_devices": sorted({d for _, d in processes}),
+            "collectives_replayed": False}
+
+
 def coverage(top: TopN, mangled: dict[str, list[str]], launches: list[tuple[str, str | None]],
              pairs: list[tuple[str, str]]) -> dict:
     """Selected kernels vs profiled launches, matched on mangled names; and the (stage, kernel)
@@ -359,16 +379,25 @@ FALLBACK_NOTE = ("the measured iteration launched other kernels than its plain r
 
 #: What a multi-rank manifest's top-level records are.
 RANKS_NOTE = ("several ranks (torchrun): 'ranks' holds each rank's pid, GPU, stages, energy and clocks; the "
-              "top-level energy, clocks and tokens are rank 0's; top-N, the fidelity check and nsys stats count "
-              "the launches of every rank; ncu profiled rank 'ncu_rank' alone while the others ran unprofiled "
-              "(collectives are never replayed); ops/calls.csv is rank 0's operator calls, calls.rank<N>.csv the others'")
+              "top-level energy, clocks and tokens are rank 0's; top-N and nsys stats count the launches of "
+              "every rank; the fidelity check compares each rank with itself ('ranks'[i].fidelity, the "
+              "top-level verdict the worst rank's); ncu profiled rank 'ncu_rank' alone while the others ran "
+              "unprofiled (collectives are never replayed; 'ncu_profiled' names its processes and GPU); "
+              "ops/calls.csv is rank 0's operator calls, calls.rank<N>.csv the others'")
+#: What a multi-rank manifest's ``fidelity`` compared.
+FIDELITY_RANKS_NOTE = (f"{FIDELITY_NOTE}; each rank's kernels against its own repeat ('ranks'[i].fidelity): the "
+                       "verdict is the worst rank's, the launches and kernels the sum over ranks")
 
 
-def fidelity(sqlite: Path, stages: list[str]) -> dict:
-    """The manifest's ``fidelity``: the measured stages' kernels against the plain repeat's."""
-    measured = stage_kernels(sqlite, {s: s for s in stages})
-    plain = stage_kernels(sqlite, {s: f"{REPEAT_NVTX_DOMAIN}:{s}" for s in stages})
-    return compare(measured, plain, stages, FIDELITY_NOTE)
+def fidelity(sqlite: Path, stages: list[str], ranks: list[dict] | None = None) -> tuple[dict, list[dict] | None]:
+    """The manifest's ``fidelity`` (the measured stages' kernels against the plain repeat's) and, with
+    several ``ranks`` (the worker's records), each rank's, counted in its own process (pid)."""
+    measured, plain = {s: s for s in stages}, {s: f"{REPEAT_NVTX_DOMAIN}:{s}" for s in stages}
+    if not ranks:
+        return compare(stage_kernels(sqlite, measured), stage_kernels(sqlite, plain), stages, FIDELITY_NOTE), None
+    pids = [r["pid"] for r in ranks]
+    return compare_ranks(process_kernels(sqlite, measured, pids), process_kernels(sqlite, plain, pids), ranks,
+                         stages, FIDELITY_RANKS_NOTE)
 
 
 def keeps_windows(record: dict | None) -> bool:
@@ -378,13 +407,17 @@ def keeps_windows(record: dict | None) -> bool:
 
 
 def _fidelity_phase(lay: cmd.RunLayout, stages: list[str], repeated: bool, man: Manifest) -> dict | None:
-    """Record ``fidelity`` (a failure is recorded, not raised: the capture goes on without it)."""
+    """Record ``fidelity``, and each rank's in ``ranks`` (a failure is recorded, not raised: the
+    capture goes on without it)."""
     if not repeated:
         man.skip("fidelity", "the worker made no plain repeat of the measured iteration")
         return None
     try:
         with man.phase("fidelity"):
-            record = fidelity(lay.sqlite, stages)
+            ranks = man.data.get("ranks")
+            record, per_rank = fidelity(lay.sqlite, stages, ranks)
+            if per_rank:
+                man.set(ranks=[{**r, "fidelity": f} for r, f in zip(ranks, per_rank)])
             man.set(fidelity=record)
             return record
     except PhaseFailed:
@@ -462,6 +495,11 @@ def _capture(cfg: RunConfig, nsys: str, ncu: str | None, man: Manifest, progress
                              progress, launch_count(table, windows), ncu_params(cfg.params, windows))
     cov = coverage(top, mangled, launches, pairs)
     man.set(coverage=cov, ncu_launches=[{"kernel": m, "stage": s, "pass": 1} for m, s in launches])
+    if man.data.get("ranks"):
+        try:
+            man.set(ncu_profiled=ncu_profiled(cfg.ncu_rank, man.data["ranks"], lay.names_csv()))
+        except PhaseFailed as exc:  # the profile stands; which process it holds is unknown
+            man.note(f"which process ncu profiled is unknown: {exc}")
     missing = cov["stage_pairs_missing"]  # a selected kernel missing altogether misses its pairs too
     if missing:
         names = list(dict.fromkeys(m for _, n in missing for m in mangled[n]))

@@ -56,6 +56,16 @@ WITH staged AS (
 SELECT (c.idx << 32) + k.name AS k, c.stage AS grp, k.name AS key, k.aux AS aux, k.d AS d
 FROM kernels AS k JOIN staged AS c ON c.corr = k.corr AND c.pid = k.pid
 """
+#: DuckDB: launches per (stage, process, demangled name id) of the kernels KERNELS_IN_RANGES counts;
+#: the process is its OS pid (the low 24 bits of nsys' ``globalPid >> 24``).
+PROCESS_KERNELS_IN_RANGES = """
+WITH staged AS (
+    SELECT g.stage, c.corr, c.tid >> 24 AS pid
+    FROM calls AS c JOIN ranges AS g ON g.tid = c.tid AND g.s <= c.start AND g.e >= c.start
+)
+SELECT c.stage, k.pid & 16777215 AS pid, k.name, count(*) AS n
+FROM kernels AS k JOIN staged AS c ON c.corr = k.corr AND c.pid = k.pid GROUP BY ALL
+"""
 
 RUNTIME_ALL = "SELECT nameId AS k, end - start AS d FROM CUPTI_ACTIVITY_KIND_RUNTIME"
 RUNTIME_ALL_PROJECT = "k, '' AS grp, k AS key, 0 AS aux, d"

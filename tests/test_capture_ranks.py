@@ -4,17 +4,36 @@ commands and refusals are those a GPU capture would run (``--dry-run``)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import lzma
 import os
+import re
+import shutil
+import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers_pages import example_result
 
-from capture.run import RunConfig
+from capture.manifest import Manifest
+from capture.run import FIDELITY_RANKS_NOTE, RunConfig, _fidelity_phase, ncu_profiled, profiled_processes
 from capture.workloads.distributed import bus_factor, link_rows
 from capture.workloads.params import Params
+from generator.analyses.setup import workload_setup
+from generator.errors import InputError
+from generator.readers.documents import validated
+from generator.readers.fidelity import DIFFERENT, SAME, process_kernels
+from generator.readers.manifest import Manifest as ManifestSchema
+from generator.readers.manifest import read_manifest
+from generator.readers.nsys_ranks import rank_processes
+from generator.readers.nsys_sqlite import kernel_summary
+from generator.render.pages import render_page
+from generator.render.translations import translator
+from generator.run_layout import REPEAT_NVTX_DOMAIN, RunLayout
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
@@ -138,3 +157,186 @@ def test_rank_options_refused_in_one_line(args: list[str], says: str) -> None:
     out = _capture("run", "--workload", "llm-decode", *args, "--dry-run")
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and says in out.stderr and "Traceback" not in out.stderr
+
+
+# --- each rank's fidelity check and the rank ncu profiled -------------------------------------------------------
+
+#: CI's read-only copy of shared/ sits beside the checkout; a worktree's is one level further up.
+SHARED = next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT / "shared")
+TP2 = SHARED / "fixtures" / "h200x2-tp" / "tp2_llama_tpplan.nsys.sqlite.xz"
+needs_tp2 = pytest.mark.skipif(not TP2.is_file(), reason=f"{TP2} not present")
+#: The launches of ``name`` ranges in domain ``domain`` (0: none) on process ``pid``'s threads, per kernel
+#: (demangled), counted at their launch call: plain SQL, one range per thread.
+PER_PID_SQL = """
+WITH rng AS (
+    SELECT n.globalTid AS tid, n.start, n.end FROM NVTX_EVENTS AS n LEFT JOIN StringIds AS s ON s.id = n.textId
+    WHERE n.eventType = 59 AND coalesce(n.text, s.value) = :name AND coalesce(n.domainId, 0) = :domain
+      AND (n.globalTid >> 24) & 16777215 = :pid)
+SELECT ks.value, count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+JOIN CUPTI_ACTIVITY_KIND_KERNEL AS k ON k.correlationId = r.correlationId AND k.globalPid >> 24 = r.globalTid >> 24
+JOIN StringIds AS ks ON ks.id = k.demangledName
+JOIN rng AS g ON g.tid = r.globalTid AND r.start BETWEEN g.start AND g.end
+GROUP BY 1"""
+#: The domain id the derived exports give kr.repeat (the fixture's own domains are 1 and 2).
+REPEAT_ID = 99
+
+
+def _per_pid(db: Path, pid: int, name: str = "measured", domain: int = 0) -> Counter:
+    with sqlite3.connect(db) as conn:
+        return Counter({n: int(c) for n, c in conn.execute(PER_PID_SQL, {"name": name, "domain": domain, "pid": pid})})
+
+
+def _with_repeat(plain: Path, out: Path, cut: dict[int, int] | None = None) -> Path:
+    """A copy of the 2-rank export whose ``measured`` range of each process is also a ``kr.repeat:measured``
+    range (the plain repeat a capture makes), ending at ``cut[pid]`` where given."""
+    shutil.copy(plain, out)
+    with sqlite3.connect(out) as conn:
+        rows = conn.execute("SELECT n.start, n.end, n.globalTid FROM NVTX_EVENTS AS n LEFT JOIN StringIds AS s "
+                            "ON s.id = n.textId WHERE n.eventType = 59 AND coalesce(n.text, s.value) = 'measured'"
+                            ).fetchall()
+        for start, end, tid in rows:
+            pid = (tid >> 24) & 0xFFFFFF
+            conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (?, 75, ?, ?, ?)",
+                         (start, REPEAT_NVTX_DOMAIN, tid, REPEAT_ID))
+            conn.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+                         "VALUES (?, ?, 59, 'measured', ?, ?)", (start, (cut or {}).get(pid, end), tid, REPEAT_ID))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tp2(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The real 2 × H200 export: decompressed; its ranks (rank_processes: pid, GPU) as the worker records them;
+    a copy with a plain repeat equal to the measured iteration, and one whose rank 1 repeat stops before its
+    last three launch calls (their kernels computed here by SQL)."""
+    folder = tmp_path_factory.mktemp("tp2fid")
+    plain = folder / "tp2.sqlite"
+    with lzma.open(TP2) as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    procs = rank_processes(plain)
+    ranks = [{"rank": i, "pid": int(p), "device": f"cuda:{int(g)}", "gpu": {"index": int(g)}}
+             for i, (p, g) in enumerate(zip(procs["pid"], procs["gpu"]))]
+    pid1 = ranks[1]["pid"]
+    with sqlite3.connect(plain) as conn:
+        calls = conn.execute(
+            "SELECT r.start, ks.value FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN CUPTI_ACTIVITY_KIND_KERNEL AS k "
+            "ON k.correlationId = r.correlationId AND k.globalPid >> 24 = r.globalTid >> 24 "
+            "JOIN StringIds AS ks ON ks.id = k.demangledName JOIN NVTX_EVENTS AS n ON n.globalTid = r.globalTid "
+            "AND n.eventType = 59 AND n.text = 'measured' AND r.start BETWEEN n.start AND n.end "
+            "WHERE (r.globalTid >> 24) & 16777215 = ? ORDER BY r.start", (pid1,)).fetchall()
+    cut_at = calls[-3][0]
+    return {"plain": plain, "ranks": ranks, "same": _with_repeat(plain, folder / "same.sqlite"),
+            "cut": _with_repeat(plain, folder / "cut.sqlite", {pid1: cut_at - 1}),
+            "dropped": Counter(name for start, name in calls if start >= cut_at)}
+
+
+def _fidelity_manifest(tmp_path: Path, export: Path, ranks: list[dict]) -> tuple[Path, dict | None]:
+    """The capture's fidelity phase over ``export`` with the worker's ``ranks``: (manifest file, record)."""
+    lay = RunLayout(tmp_path / "run")
+    lay.sqlite.parent.mkdir(parents=True)
+    shutil.copy(export, lay.sqlite)
+    man = Manifest(lay.manifest, status="ok", ranks=ranks)
+    return lay.manifest, _fidelity_phase(lay, ["measured"], True, man)
+
+
+@needs_tp2
+def test_each_rank_counted_in_its_own_process(tp2: dict) -> None:
+    """12,536 launches in ``measured`` on each GPU (of 25,072), each rank's kernels as plain SQL per process."""
+    pids = [r["pid"] for r in tp2["ranks"]]
+    assert pids == [850, 851] and [r["gpu"]["index"] for r in tp2["ranks"]] == [0, 1]
+    counted = process_kernels(tp2["plain"], {"measured": "measured"}, pids)
+    for pid in pids:
+        assert Counter(counted[pid]["measured"]) == _per_pid(tp2["plain"], pid)
+        assert sum(counted[pid]["measured"].values()) == 12536
+    assert int(kernel_summary(tp2["plain"], ["measured"])["count"].sum()) == 2 * 12536
+    with pytest.raises(InputError, match="process 4242 launched no kernel"):
+        process_kernels(tp2["plain"], {"measured": "measured"}, [850, 4242])
+
+
+@needs_tp2
+def test_rank_fidelity_recorded_per_rank(tp2: dict, tmp_path: Path) -> None:
+    """Each rank's measured iteration against its own plain repeat, recorded in ranks[i].fidelity; the manifest
+    reads back through the schema."""
+    path, record = _fidelity_manifest(tmp_path, tp2["same"], tp2["ranks"])
+    manifest = read_manifest(path)
+    assert record == manifest["fidelity"]
+    assert record["verdict"] == SAME and record["note"] == FIDELITY_RANKS_NOTE
+    assert record["stages"]["measured"] == {"measured_launches": 2 * 12536, "plain_launches": 2 * 12536,
+                                            "only_measured": {}, "only_plain": {}}
+    for rank in manifest["ranks"]:
+        assert _per_pid(tp2["same"], rank["pid"], domain=REPEAT_ID) == _per_pid(tp2["same"], rank["pid"])
+        assert rank["fidelity"] == {"verdict": SAME, "stages": {"measured": {
+            "measured_launches": 12536, "plain_launches": 12536, "only_measured": {}, "only_plain": {}}}}
+
+
+@needs_tp2
+def test_one_rank_differing_makes_the_verdict(tp2: dict, tmp_path: Path) -> None:
+    """Rank 1's repeat without its last three launches: rank 1 and the capture 'different kernels', rank 0
+    'same kernels'; the launches rank 1 lacks are SQL's."""
+    dropped = tp2["dropped"]
+    assert sum(dropped.values()) == 3
+    path, record = _fidelity_manifest(tmp_path, tp2["cut"], tp2["ranks"])
+    rank0, rank1 = (r["fidelity"] for r in read_manifest(path)["ranks"])
+    assert rank0["verdict"] == SAME and rank1["verdict"] == DIFFERENT and record["verdict"] == DIFFERENT
+    pid1 = tp2["ranks"][1]["pid"]
+    assert Counter(rank1["stages"]["measured"]["only_measured"]) == dropped
+    assert rank1["stages"]["measured"]["plain_launches"] == sum(_per_pid(tp2["cut"], pid1, domain=REPEAT_ID).values())
+    assert rank1["stages"]["measured"]["plain_launches"] == 12536 - 3
+    assert record["stages"]["measured"]["only_measured"] == dict(sorted(dropped.items()))
+    assert record["stages"]["measured"]["plain_launches"] == 2 * 12536 - 3
+
+
+@needs_tp2
+def test_ranks_not_in_the_export_fail_the_phase_in_one_line(tp2: dict, tp_run: tuple[Path, subprocess.CompletedProcess],
+                                                            tmp_path: Path) -> None:
+    """The CPU run's ranks (gloo: its own pids) name no process of the export: the phase fails, no verdict."""
+    ranks = json.loads((tp_run[0] / "logs" / "stages.json").read_text())["ranks"]
+    path, record = _fidelity_manifest(tmp_path, tp2["same"], ranks)
+    manifest = read_manifest(path)  # the worker's rank records pass the schema
+    assert record is None and "fidelity" not in manifest
+    phase = next(p for p in manifest["phases"] if p["name"] == "fidelity")
+    assert phase["status"] == "failed" and f"process {ranks[0]['pid']} launched no kernel" in phase["error"]
+
+
+def test_the_rank_ncu_profiled_recorded(tp_run: tuple[Path, subprocess.CompletedProcess]) -> None:
+    """ncu's own raw page names the process and device it profiled (compiled-block-h200: pid 1048, device 0,
+    3 launches); the record names the rank, its nsys-run pid and GPU, and that collectives are not replayed."""
+    raw = ROOT / "examples" / "runs" / "compiled-block-h200" / "ncu" / "raw.csv"
+    assert profiled_processes(raw) == [(1048, 0)]
+    ranks = json.loads((tp_run[0] / "logs" / "stages.json").read_text())["ranks"]
+    record = ncu_profiled(1, ranks, raw)
+    assert record == {"rank": 1, "world_size": 2, "nsys_pid": ranks[1]["pid"], "gpu": None, "ncu_pids": [1048],
+                      "ncu_devices": [0], "collectives_replayed": False}
+    validated(raw, ManifestSchema, {"ranks": ranks, "ncu_rank": 1, "ncu_profiled": record})
+
+
+@needs_tp2
+def test_setup_page_shows_each_rank_and_the_ncu_rank(tp2: dict, tmp_path: Path) -> None:
+    """The Overview's setup table of a 2-rank manifest (the sdpa H200 manifest with the records above): each
+    rank's verdict and launches beside the capture's, and the rank ncu profiled, in English and Chinese."""
+    path, _ = _fidelity_manifest(tmp_path, tp2["cut"], tp2["ranks"])
+    recorded = read_manifest(path)
+    manifest = json.loads((ROOT / "examples" / "runs" / "ocr-vlm-sdpa-h200" / "manifest.json").read_text())
+    raw = ROOT / "examples" / "runs" / "compiled-block-h200" / "ncu" / "raw.csv"
+    manifest.update(fidelity=recorded["fidelity"], ranks=recorded["ranks"],
+                    ncu_profiled=ncu_profiled(0, recorded["ranks"], raw))
+    result, meta = example_result()
+    cells = {}
+    for lang in ("en", "zh"):
+        text = render_page("index", dataclasses.replace(result, manifest=manifest), meta, lang, {})
+        t = translator(lang)
+        cells[lang] = {key: re.findall(rf"^\| {re.escape(t(key))} \| (.*) \|$", text, re.M)
+                       for key in ("setup.fidelity", "setup_ranks.fidelity", "setup_ranks.ncu")}
+    assert cells["en"]["setup_ranks.fidelity"] == [
+        "rank 0 (GPU 0, process 850): same kernels, 12,536 launches measured against 12,536 plain; "
+        "rank 1 (GPU 1, process 851): different kernels, 12,536 launches measured against 12,533 plain"]
+    assert cells["en"]["setup.fidelity"][0].startswith("different kernels (measured); ")
+    assert cells["en"]["setup_ranks.ncu"] == [
+        "rank 0 of 2 (GPU 0, process 1048 of the ncu run); the other ranks ran unprofiled; collectives not replayed"]
+    assert cells["zh"]["setup_ranks.fidelity"] == [
+        "rank 0（GPU 0，进程 850）：内核相同，测量 12,536 次启动，普通重复 12,536 次；"
+        "rank 1（GPU 1，进程 851）：内核不同，测量 12,536 次启动，普通重复 12,533 次"]
+    assert cells["zh"]["setup.fidelity"][0] == ("内核不同 (measured); " + translator("zh")(
+        "capture_texts.fidelity_ranks_note"))
+    assert cells["zh"]["setup_ranks.ncu"] == [
+        "2 个 rank 中的 rank 0（ncu 运行中 GPU 0，进程 1048）；其余 rank 未被分析；集合通信未重放"]
+    assert workload_setup({"workload": "gemm"})["fidelity_ranks"] == []  # a one-GPU manifest: no row

@@ -122,6 +122,29 @@ def energy_stages(record: Any) -> dict[str, dict[str, Any]]:
             | {"resolved": item.get("resolved") is True} for stage, item in stages.items() if isinstance(item, dict)}
 
 
+def _verdict(record: Any) -> str | None:
+    """"same" | "different" for the verdicts readers.fidelity writes, else None."""
+    return {SAME: "same", DIFFERENT: "different"}.get(str((record or {}).get("verdict")))
+
+
+def rank_fidelity(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each rank's fidelity check (``ranks[i].fidelity`` of a torchrun capture): rank, pid, GPU index,
+    ``verdict`` as recorded, ``verdict_key`` (:func:`_verdict`), measured and plain launches over its
+    stages; [] where the manifest records none."""
+    ranks = manifest.get("ranks") if isinstance(manifest.get("ranks"), list) else []
+    rows = []
+    for rank in ranks:
+        record = rank.get("fidelity") if isinstance(rank, dict) else None
+        if not isinstance(record, dict):
+            continue
+        stages = [v for v in (record.get("stages") or {}).values() if isinstance(v, dict)]
+        rows.append({"rank": rank.get("rank"), "pid": rank.get("pid"), "gpu": _dig(rank, ("gpu", "index")),
+                     "verdict": record.get("verdict"), "verdict_key": _verdict(record),
+                     "measured": sum(int(v.get("measured_launches") or 0) for v in stages),
+                     "plain": sum(int(v.get("plain_launches") or 0) for v in stages)})
+    return rows
+
+
 def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     """The test setup a capture manifest records, for the overview (None without a manifest):
     ``model`` {workload, source: "preset" | "directory" | "function", directory, weights: "random" |
@@ -130,7 +153,8 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
     ranges' cost: timed and direct %, spread), ``overhead_absent`` (why there are none), and the keys
     newer captures add (``fidelity``, ``energy``, ``clocks``, ``tokens``, ``gpus``), each None where
     the manifest lacks it; ``fidelity_verdict`` "same" | "different" for the verdicts
-    readers.fidelity writes, else None."""
+    readers.fidelity writes, else None; a torchrun capture's ``fidelity_ranks`` (:func:`rank_fidelity`)
+    and ``ncu_profiled`` (the rank ncu profiled)."""
     if not isinstance(manifest, dict):
         return None
     workload = str(manifest.get("workload") or "")
@@ -169,7 +193,9 @@ def workload_setup(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
         "overhead_per_call_us": (lambda s: s * 1e6 if isinstance(s, (int, float)) else None)(
             _dig(manifest, ("module_overhead", "seconds_per_call"))),
         "fidelity": fidelity,
-        "fidelity_verdict": {SAME: "same", DIFFERENT: "different"}.get(str((fidelity or {}).get("verdict"))),
+        "fidelity_verdict": _verdict(fidelity),
+        "fidelity_ranks": rank_fidelity(manifest),
+        "ncu_profiled": manifest.get("ncu_profiled") if isinstance(manifest.get("ncu_profiled"), dict) else None,
         "energy": manifest.get("energy") if isinstance(manifest.get("energy"), dict) else None,
         "clocks": manifest.get("clocks") if isinstance(manifest.get("clocks"), dict) else None,
         "tokens": generated_tokens(manifest),  # the one source findings divide by

@@ -117,6 +117,32 @@ class Fidelity(_Record):
     stages: dict[str, FidelityStage] | None = None
 
 
+class Rank(_Record):
+    """One rank of a torchrun capture (the worker's record; ``fidelity`` its own check)."""
+
+    rank: Count
+    local_rank: Count | None = None
+    pid: Count | None = None
+    device: str | None = None
+    gpu: Gpu | None = None
+    energy: Energy | None = None
+    clocks: Clocks | None = None
+    tokens: Tokens | None = None
+    fidelity: Fidelity | None = None
+
+
+class NcuProfiled(_Record):
+    """The rank ncu profiled: its pid and GPU in the nsys run, the processes and devices ncu names."""
+
+    rank: Count
+    world_size: Count | None = None
+    nsys_pid: Count | None = None
+    gpu: Gpu | None = None
+    ncu_pids: list[Count] | None = None
+    ncu_devices: list[Count] | None = None
+    collectives_replayed: bool | None = None
+
+
 class Collection(_Record):
     metrics: list[str] | None = None
     sections: list[str] | None = None
@@ -162,6 +188,9 @@ class Manifest(_Record):
     fidelity: Fidelity | None = None
     ncu_collection: Collection | None = None
     coverage: Coverage | None = None
+    ranks: list[Rank] | None = None
+    ncu_rank: Count | None = None
+    ncu_profiled: NcuProfiled | None = None
 
 
 #: params that are sizes or counts: a whole number from 0 where given

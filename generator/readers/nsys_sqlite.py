@@ -162,13 +162,22 @@ class _Capture:
         self.columnar.view("rows", source)
         return _finish_stats(self.columnar.stats(f"SELECT {project} FROM rows"))
 
-    def staged_kernel_stats(self) -> pd.DataFrame:
-        """:meth:`stats` of the kernels launched inside temp.stage_ranges (k = stage index, name)."""
+    def _staged_views(self) -> None:
+        """The DuckDB ``ranges``, ``calls`` and ``kernels`` that KERNELS_IN_RANGES reads."""
         ranges = pd.DataFrame(self.conn.execute(q.STAGE_RANGES).fetchall(), columns=["stage", "idx", "tid", "s", "e"])
         self.columnar.duck.register("ranges", ranges)
         self.columnar.view("calls", q.runtime_calls(*self.conn.execute(q.STAGE_SPAN).fetchone()))
         self.columnar.view("kernels", q.KERNEL_LAUNCHES)
+
+    def staged_kernel_stats(self) -> pd.DataFrame:
+        """:meth:`stats` of the kernels launched inside temp.stage_ranges (k = stage index, name)."""
+        self._staged_views()
         return _finish_stats(self.columnar.stats(q.KERNELS_IN_RANGES))
+
+    def staged_process_counts(self) -> list[tuple[str, int, int, int]]:
+        """(stage, pid, name id, launches) of the kernels :meth:`staged_kernel_stats` counts, per process."""
+        self._staged_views()
+        return self.columnar.duck.execute(q.PROCESS_KERNELS_IN_RANGES).fetchall()
 
     def launches(self) -> None:
         """temp.stage_calls and temp.stage_kernels of the stages inside :meth:`staged` (made on first use)."""
@@ -370,6 +379,19 @@ def kernel_summary(path: str | Path, stages: Sequence[str] | None = None) -> pd.
     chosen = _stage_list(stages)
     with _open(path, _summary_reads(chosen)) as cap, _staged(cap, chosen):
         return _kernel_summary(cap, chosen)
+
+
+def process_kernel_counts(path: str | Path, stages: Sequence[str]) -> pd.DataFrame:
+    """stage, pid (the OS process id), name (demangled), count: :func:`kernel_summary`'s launch counts
+    of the named ``stages``, per process whose thread launched them (the ranks of a torchrun job);
+    InputError for a range that is missing."""
+    chosen = list(dict.fromkeys(stages))
+    with _open(path, _summary_reads(chosen)) as cap, cap.staged(chosen):
+        rows = cap.staged_process_counts()
+        names = cap.strings([r[2] for r in rows])
+    frame = pd.DataFrame([(s, int(p), names.get(string_id(n)), int(c)) for s, p, n, c in rows],
+                         columns=["stage", "pid", "name", "count"])
+    return frame.sort_values(["stage", "pid", "name"]).reset_index(drop=True)
 
 
 def stage_instances(path: str | Path, stages: Sequence[str]) -> dict[str, dict[str, object]]:
