@@ -1,7 +1,8 @@
 """The bundled example's report as a reader opens it in headless Chromium (EN and ZH, over http and from
 disk, at 1400 and 400 px): the Overview opens with where each stage's time goes and the largest savings,
-linked to their evidence; every chart carries labels in its SVG; no table is wider than the content
-column at 1400 px; the ZH version selector shows ZH titles; search returns the page's language only."""
+linked to their evidence; every chart carries labels in its SVG; roof labels and header controls overlap
+nothing; no table is wider than the content column at 1400 px; the ZH version selector shows ZH titles;
+search returns the page's language only; the comparison's ncu means say they are context."""
 from __future__ import annotations
 
 import functools
@@ -166,3 +167,78 @@ def test_overview_screenshots(example_site: BuiltSite, page_at, lang: str, tmp_p
     page = page_at(_url(example_site.site.as_uri() + "/", lang, "index"), 1400)
     page.screenshot(path=str(folder / f"overview-{lang}-1400.png"), full_page=True)
     assert (folder / f"overview-{lang}-1400.png").stat().st_size > 50_000
+
+
+#: the boxes (left, top, right, bottom) of each physical roofline's roof labels, points, axis labels and
+#: legends, as drawn
+_ROOFLINE_BOXES = """() => [...document.querySelectorAll('div.kr-chart[id^="kr-chart-roofline-p"]')].map(div => {
+  const svg = div.querySelector('svg.marks');
+  const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  return {id: div.id, svg: box(svg),
+    labels: [...svg.querySelectorAll('g.mark-text.role-mark text')].filter(t => t.textContent)
+      .map(t => [t.textContent, ...box(t)]),
+    points: [...svg.querySelectorAll('g.mark-symbol.role-mark path')].map(box).filter(b => b[2] > b[0]),
+    others: [...svg.querySelectorAll('g.role-axis-label text, g.role-legend')].map(box)};
+})"""
+
+
+def _overlap(a: list[float], b: list[float]) -> bool:
+    """Two boxes (left, top, right, bottom) share more than half a pixel each way."""
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_roof_labels_overlap_nothing(http_base: str, page_at, lang: str, width: int) -> None:
+    """On the physical rooflines (all kernels, and one highlighted) each roof label's drawn box stands
+    apart from the other labels, every point's mark, the axes' numbers and the legends, inside the SVG
+    (once the flat roofs were named at their right ends, on the points)."""
+    page = page_at(_url(http_base, lang, "roofline"), width)
+    charts = page.evaluate(_ROOFLINE_BOXES)
+    assert [c["id"] for c in charts] == ["kr-chart-roofline-physical", "kr-chart-roofline-per-kernel"]
+    for chart in charts:
+        labels = [box for _, *box in chart["labels"]]
+        assert len(labels) == 5 and len(chart["points"]) >= 100, chart["labels"]  # 4 roofs and DRAM; v3's kernels
+        hits = [(a[0], b[0]) for i, a in enumerate(chart["labels"]) for b in chart["labels"][i + 1:]
+                if _overlap(a[1:], b[1:])]
+        hits += [(name, point) for name, *box in chart["labels"] for point in chart["points"] + chart["others"]
+                 if _overlap(box, point)]
+        assert hits == [], (chart["id"], hits)
+        left, top, right, bottom = chart["svg"]
+        assert all(left <= b[0] and b[2] <= right and top <= b[1] and b[3] <= bottom for b in labels), chart
+
+
+#: the header's visible controls (site title, version picker, language button, search), each as
+#: [name, left, top, right, bottom]; the page title that replaces the site title on scrolling is hidden
+_HEADER = """() => [['title', '.md-header__topic:first-child .md-ellipsis'], ['version', '.md-version'],
+  ['language', '.md-header__option'], ['search', '.md-search__inner'], ['search', 'label.md-header__button[for="__search"]'],
+  ['logo', '.md-header__button.md-logo'], ['menu', 'label.md-header__button[for="__drawer"]']]
+  .flatMap(([name, s]) => [...document.querySelectorAll('.md-header ' + s)].map(e => [name, e.getBoundingClientRect()]))
+  .filter(([, b]) => b.width > 0 && b.height > 0).map(([name, b]) => [name, b.left, b.top, b.right, b.bottom])"""
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_header_controls_overlap_nothing(http_base: str, page_at, lang: str, width: int) -> None:
+    """The site title, version picker, language button and search stand apart in the header (the
+    version picker once ran under the language button at 400 px)."""
+    for name in ("index", "roofline"):
+        page = page_at(_url(http_base, lang, name), width)
+        page.wait_for_selector(".md-version", state="attached")
+        boxes = page.evaluate(_HEADER)
+        assert {b[0] for b in boxes} >= {"title", "version", "language", "search"}, boxes
+        hits = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if _overlap(a[1:], b[1:])]
+        assert hits == [], (name, boxes)
+        assert all(b[3] <= width for b in boxes), boxes
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ncu_means_say_they_are_context(http_base: str, page_at, lang: str) -> None:
+    """The comparison's Nsight Compute means move (v2 → v3: Duration +11 %) under stages the nsys verdict
+    calls unchanged: the line under their heading says they are context, not the verdict."""
+    t = translator(lang)
+    page = page_at(_url(http_base, lang, "comparison"), 1400)
+    below = page.evaluate("""h => { const e = [...document.querySelectorAll('article h2')]
+        .find(e => e.textContent.replace('¶', '').trim() === h); return e && e.nextElementSibling.textContent; }""",
+                          t("comparison.means"))
+    assert below is not None and " ".join(below.split()) == " ".join(t("means_context.text").split())

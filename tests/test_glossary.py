@@ -160,10 +160,32 @@ def test_the_english_check_finds_prose_and_keeps_names_and_quotes() -> None:
 
 
 def test_chinese_pages_hold_no_english_prose(example_site: BuiltSite) -> None:
-    """Every Chinese page of the example: no English sentence outside kernel names, code, data names and
-    quotes marked as English (chip-file citations, capture texts no translation knows)."""
+    """Every Chinese page of the example, as written and as built (with its header, navigation, version
+    picker and footer): no English sentence outside kernel names, code, data names and quotes marked as
+    English (chip-file citations, capture texts no translation knows)."""
     hits = []
-    for page in sorted(example_site.src.rglob("*.zh.md")):
+    sources = sorted(example_site.src.rglob("*.zh.md"))
+    for page in sources:
         runs = english_runs(page.read_text(encoding="utf-8"), _data_words(page.parent))
         hits += [f"{page.relative_to(example_site.src)}: {run}" for run in runs]
+    built = sorted(example_site.site.glob("*/zh/*.html"))
+    assert {(p.parts[-3], p.stem) for p in built} >= {(p.parts[-3], p.name.removesuffix(".zh.md")) for p in sources}
+    assert len(sources) >= 35 and len(built) >= len(sources)  # 3 versions' pages, and latest/'s
+    for page in built:
+        docs = next(example_site.src.glob(f"*/{page.parts[-3]}/docs"), None)
+        runs = english_runs(page.read_text(encoding="utf-8"), _data_words(docs) if docs else set())
+        hits += [f"{page.relative_to(example_site.site)}: {run}" for run in runs]
     assert not hits, "\n".join(hits[:40])
+
+
+#: a path of the repository (a chip file, a docs page, a run directory): nothing a reader of the site can open
+_REPO_PATH = re.compile(r"(?<![\w/.-])(?:generator|docs|examples|bench|tests|capture|tools|site_src)/[\w*./-]+")
+
+
+def test_pages_cite_nothing_a_reader_cannot_open(example_site: BuiltSite) -> None:
+    """No page's words point a reader at a file of the repository ("(generator/chips)" once named the peaks'
+    source); commands and kernel names, code on the page, are not citations."""
+    pages = sorted(example_site.src.rglob("*.md"))
+    hits = [f"{page.relative_to(example_site.src)}: {m.group(0)}" for page in pages
+            for m in _REPO_PATH.finditer(_prose(page.read_text(encoding="utf-8"), set()))]
+    assert len(pages) >= 70 and hits == [], hits[:20]

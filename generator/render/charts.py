@@ -283,8 +283,8 @@ def _roof_lines(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate) ->
         label = t(f"datapaths.{datapath}", default=datapath)
         ridge = peak / bandwidth
         for order, ai in enumerate((low, ridge, high)):
-            lines.append({"datapath_label": label, "roof": t("charts.roof", datapath=label), "order": order,
-                          "ai": _round(float(ai)), "flops": _round(float(min(peak, ai * bandwidth)))})
+            lines.append({"datapath": datapath, "datapath_label": label, "roof": t("charts.roof", datapath=label),
+                          "order": order, "ai": _round(float(ai)), "flops": _round(float(min(peak, ai * bandwidth)))})
     return lines
 
 
@@ -299,21 +299,29 @@ def _si(value: float, unit: str) -> str:
 #: a roof label's height in the physical roofline (its 11 px text box is 13 px tall, plus a margin), as a
 #: share of the plot's height
 LABEL_HEIGHT = 15 / HEIGHT
+#: px between a roof label's box and the corner it names (left of it and above): more than a point's
+#: half width (a size-80 diamond's is 6.3 px), so no point under the bandwidth slope reaches the box
+LABEL_OFFSET = 7
 
 
-def _dodged(labels: list[dict[str, Any]], values: list[float]) -> list[dict[str, Any]]:
-    """Roof labels (highest roof first) each at its roof (``label_flops``), or lower where the label
-    above would overlap it: one label height apart on the log axis that ``values`` span, as Vega
-    draws it (its log scale is nice: whole decades)."""
-    positive = [v for v in values if v > 0]
-    decades = max(math.ceil(math.log10(max(positive))) - math.floor(math.log10(min(positive))), 1) if positive else 1
-    gap = 10 ** (decades * LABEL_HEIGHT)
-    out, below = [], math.inf
-    for label in sorted(labels, key=lambda r: -r["flops"]):
-        at = min(label["flops"], below / gap)
+def _stacked(labels: list[dict[str, Any]], values: list[float]) -> list[dict[str, Any]]:
+    """Roof labels (lowest roof first) each at its roof (``label_flops``), or higher where the label
+    below would overlap it: one label height apart on the log axis that ``values`` span, as Vega
+    draws it (its log scale is nice: whole decades). Raised, a label stays left of its ridge, above
+    the bandwidth slope."""
+    out, below, gap = [], 0.0, _label_gap(values)
+    for label in sorted(labels, key=lambda r: r["flops"]):
+        at = max(label["flops"], below * gap)
         out.append({**label, "label_flops": _round(at)})
         below = at
     return out
+
+
+def _label_gap(values: list[float]) -> float:
+    """The factor on the y axis that ``values`` span that one label height stands for."""
+    positive = [v for v in values if v > 0]
+    decades = max(math.ceil(math.log10(max(positive))) - math.floor(math.log10(min(positive))), 1) if positive else 1
+    return 10 ** (decades * LABEL_HEIGHT)
 
 
 def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translate,
@@ -360,19 +368,19 @@ def _physical_layers(points: pd.DataFrame, roofs: Mapping[str, Any], t: Translat
             detail=alt.Detail("roof:N"),
             tooltip=[alt.Tooltip("roof:N", title=t("charts.roofs"))],
         ))
-        # each roof named where it ends on the right, the DRAM slope where it starts: in the SVG, not only on hover
-        ends = _dodged([{**line, "label": t("charts.roof_label", roof=line["datapath_label"],
-                                            peak=_si(line["flops"], "FLOP/s"))}
-                        for line in lines if line["order"] == 2], [p["flops"] for p in lines]
-                       + list(pd.to_numeric(frame["achieved_flop_per_s"], errors="coerce").dropna()))
-        # every roof's slope is the DRAM bandwidth (no datapath's colour); its label ends at the lowest
-        # ridge, above the slope: no kernel runs faster than DRAM feeds it, so no point stands there
-        ridge = min((line for line in lines if line["order"] == 1), key=lambda line: line["ai"])
-        slope = [{**ridge, "label_flops": ridge["flops"],
-                  "label": t("charts.bandwidth_label", bandwidth=_si(roofs["peak_dram_bytes_per_s"], "B/s"))}]
-        for rows, color in ((ends, encode["color"]), (slope, alt.ColorValue("#555555"))):
-            layers.append(alt.Chart(inline_data(rows)).mark_text(align="right", baseline="bottom", dy=-3,
-                                                                 fontSize=11).encode(
+        # each roof named at its ridge, left of it and above (the DRAM slope one label lower on the slope):
+        # in the SVG, not only on hover, where no point can be (no kernel runs faster than DRAM feeds it)
+        values = [p["flops"] for p in lines] + list(pd.to_numeric(frame["achieved_flop_per_s"], errors="coerce").dropna())
+        ridges = _stacked([{**line, "label": t("charts.roof_label", peak=_si(line["flops"], "FLOP/s"),
+                                               roof=t(f"roof_names.{line['datapath']}", default=line["datapath_label"]))}
+                           for line in lines if line["order"] == 1], values)
+        bandwidth = roofs["peak_dram_bytes_per_s"]
+        under = ridges[0]["label_flops"] / _label_gap(values)
+        slope = [{"ai": _round(under / bandwidth), "label_flops": _round(under),
+                  "label": t("charts.bandwidth_label", bandwidth=_si(bandwidth, "B/s"))}]
+        for rows, color in ((ridges, encode["color"]), (slope, alt.ColorValue("#555555"))):
+            layers.append(alt.Chart(inline_data(rows)).mark_text(
+                align="right", baseline="bottom", dx=-LABEL_OFFSET, dy=-LABEL_OFFSET, fontSize=11).encode(
                 x=alt.X("ai:Q", scale=alt.Scale(type="log"), title=x_title),
                 y=alt.Y("label_flops:Q", scale=alt.Scale(type="log"), title=y_title, axis=alt.Axis(format="~s")),
                 color=color,
