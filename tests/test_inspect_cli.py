@@ -180,3 +180,16 @@ def test_whole_graph_trace_is_summarized_with_how_to_see_its_kernels(capsys, tmp
     out = capsys.readouterr().out
     assert ("1 CUDA graph(s), 4 launches traced as whole graphs, 1.978 ms GPU time; kernels unknown: re-capture "
             "with nsys profile --cuda-graph-trace=node to see them") in out
+
+
+def test_reads_digest_their_file_except_undigested():
+    """Provenance.sha256 is the file's own digest (hashlib over its bytes); `inspect`, which shows no
+    digest, reads inside readers.base.undigested and leaves it None."""
+    import hashlib
+
+    from generator.readers.base import undigested
+
+    assert read(DECODE_RAW).provenance.sha256 == hashlib.sha256(DECODE_RAW.read_bytes()).hexdigest()
+    with undigested():
+        assert read(DECODE_RAW).provenance.sha256 is None
+    assert read(DECODE_RAW).provenance.sha256 is not None

@@ -220,6 +220,29 @@ def test_rank_from_each_exports_environment(export: Path, split: list[Path], tmp
     assert nsys_ranks.order_ranks(nsys_ranks.rank_processes(both))[1] == "process start order"
 
 
+def test_rank_counts_equal_sql_grouping(export: Path, split: list[Path], tmp_path: Path) -> None:
+    """rank_processes (the first row's pair counted in one scan, only the other pairs grouped) and
+    several_ranks agree with SQL's GROUP BY: both processes, each alone, and the later process's
+    kernels stored first (the first row's pair is then not the smallest)."""
+    reordered = tmp_path / "reordered.sqlite"
+    shutil.copy(export, reordered)
+    with sqlite3.connect(reordered) as db:
+        db.execute("CREATE TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY globalPid DESC, start")
+        db.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k")
+        db.execute("DROP TABLE k")
+    for path in [export, reordered, *split]:
+        grouped = _sql(path, "SELECT globalPid, deviceId, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                             "GROUP BY globalPid, deviceId")
+        found = nsys_ranks.rank_processes(path)
+        assert sorted(found[["global_pid", "gpu", "launches"]].values.tolist()) == [list(row) for row in grouped]
+        if len(grouped) == 1:  # one rank: ordered by its first kernel
+            assert found["first_call_ns"].tolist() == [_sql(path, "SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]]
+        assert nsys_ranks.several_ranks(path) is (len(grouped) > 1)
+    assert len(grouped) == 1 and rank_facts(split[0]) == {}
+    assert rank_facts(reordered) == rank_facts(FIXTURE)  # a plain export's ranks, as a compressed one's
+
+
 def test_inspect_lists_ranks() -> None:
     facts = rank_facts(FIXTURE)
     assert facts["rank_order"] == "process start order"

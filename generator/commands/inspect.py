@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES
-from generator.run_layout import MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
+from generator.run_layout import COMPRESSED, MANIFEST, NCU_PASSES, NSYS_CANDIDATES, ncu_candidates
 
 if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers without pandas
     import pandas as pd
@@ -49,6 +49,7 @@ def _inspect(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from generator.readers import read
+    from generator.readers.base import undigested
     from generator.text_safety import clean_text
 
     console = Console(highlight=False)
@@ -56,7 +57,8 @@ def _inspect(args: argparse.Namespace) -> int:
     failed = False
     for path in args.paths:
         try:
-            summary = summarize_run(path) if path.is_dir() else summarize(read(path, stage=args.stage))
+            with undigested():  # inspect shows no file digest
+                summary = summarize_run(path) if path.is_dir() else summarize(read(path, stage=args.stage))
             if not path.is_dir() and summary["format"] == "nsys-sqlite":
                 summary.update(rank_facts(path))
         except (InputError, OSError, UnicodeDecodeError) as exc:
@@ -113,8 +115,10 @@ def rank_facts(path: Path) -> dict[str, Any]:
     """``{"ranks": [...], "rank_order": ...}`` of an nsys export of several ranks (process with its
     GPU, readers.nsys_ranks), in launcher order; nothing for one rank."""
     from generator.pipeline import rank_map
-    from generator.readers.nsys_ranks import order_ranks
+    from generator.readers.nsys_ranks import order_ranks, several_ranks
 
+    if path.suffix not in COMPRESSED and not several_ranks(path):  # (compressed: decompressed once, below)
+        return {}
     processes = rank_map.processes([path])[0]
     if len(processes) < 2:
         return {}

@@ -1,10 +1,13 @@
 """The one interface every reader implements, and the registry that picks a reader for a file."""
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import hashlib
 import importlib
+import importlib.util
 import pkgutil
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -45,11 +48,30 @@ def readers() -> tuple[Reader, ...]:
 
     found: list[Reader] = []
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"generator.readers.{info.name}")
-        reader = getattr(module, "READER", None)
+        name = f"generator.readers.{info.name}"
+        if not _may_define_reader(name):
+            continue
+        reader = getattr(importlib.import_module(name), "READER", None)
         if reader is not None:
             found.append(reader)
     return tuple(found)
+
+
+_READER_LINE = re.compile(rb"^READER\b", re.MULTILINE)
+
+
+def _may_define_reader(name: str) -> bool:
+    """Whether module ``name``'s source assigns READER at its top level (True where its source
+    cannot be read): the helper modules beside the readers are not imported to find out (their
+    pydantic models alone cost 0.1 s of CPU)."""
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None else None
+    if not origin or not origin.endswith(".py"):
+        return True
+    try:
+        return _READER_LINE.search(Path(origin).read_bytes()) is not None
+    except OSError:
+        return True
 
 
 #: How much of a file's start a reader's ``sniff`` sees.
@@ -116,7 +138,7 @@ def read(path: str | Path, *, stage: str | None = None) -> Dataset:
 
 def read_from(dataset: Dataset, path: Path) -> Dataset:
     """``dataset`` (read from a decompressed copy) with provenance naming the file ``path``."""
-    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=sha256_of(path))
+    dataset.provenance = dataclasses.replace(dataset.provenance, path=str(path), sha256=provenance_sha256(path))
     return dataset
 
 
@@ -173,6 +195,26 @@ def decompressed_copy(path: Path, plain: Path) -> Path:
         raise InputError(path, no_room(plain.parent, exc)) from None
     _COPIES[_stat_key(plain)] = path
     return plain
+
+
+#: Whether reads digest their file for Provenance.sha256 (:func:`undigested`).
+_DIGESTING: contextvars.ContextVar[bool] = contextvars.ContextVar("digesting", default=True)
+
+
+@contextmanager
+def undigested() -> Iterator[None]:
+    """Reads inside leave Provenance.sha256 None: for a caller that shows no digest (`inspect`;
+    hashing a 10 M-launch export costs about 0.9 s of CPU)."""
+    token = _DIGESTING.set(False)
+    try:
+        yield
+    finally:
+        _DIGESTING.reset(token)
+
+
+def provenance_sha256(path: Path) -> str | None:
+    """:func:`sha256_of` ``path`` for a Provenance, None inside :func:`undigested`."""
+    return sha256_of(path) if _DIGESTING.get() else None
 
 
 def sha256_of(path: Path) -> str:

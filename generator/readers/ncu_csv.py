@@ -28,7 +28,7 @@ from pathlib import Path
 from generator.errors import InputError
 from generator.metric_table import CANONICAL_METRIC_NAMES, NCU_BOTTLENECK_COLUMN, NCU_BOTTLENECK_RULE, resolve
 from generator.model import Dataset, GpuInfo, Provenance
-from generator.readers.base import sha256_of
+from generator.readers.base import provenance_sha256
 from generator.readers.ncu_rep import device_info, kernel_metrics_frame, nvtx_identity
 from generator.units import parse_number
 
@@ -121,7 +121,7 @@ class NcuCsvReader:
         frame, notes = kernel_metrics_frame(rows, stage)
         return Dataset(
             provenance=Provenance(path=str(path), format=f"ncu-csv-{'raw' if layout == 'raw' else 'details'}",
-                                  format_version=f"ncu {layout} layout", sha256=sha256_of(path), notes=notes),
+                                  format_version=f"ncu {layout} layout", sha256=provenance_sha256(path), notes=notes),
             kernel_metrics=frame,
             gpus=gpus,
         )

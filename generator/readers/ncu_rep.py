@@ -26,7 +26,7 @@ from generator.metric_table import (
     resolve,
 )
 from generator.model import KERNEL_METRICS_ID_COLUMNS, Dataset, GpuInfo, Provenance
-from generator.readers.base import sha256_of
+from generator.readers.base import provenance_sha256
 from generator.run_layout import CAPTURE_NVTX_DOMAINS
 
 MAGIC = b"NVR\x00"
@@ -45,7 +45,7 @@ class NcuRepReader:
     def read(self, path: Path, *, stage: str | None = None) -> Dataset:
         path = Path(path)
         check_complete(path)
-        rows, gpus, (version, sha256) = _launches(path, lambda: (report_version(path), sha256_of(path)))
+        rows, gpus, (version, sha256) = _launches(path, lambda: (report_version(path), provenance_sha256(path)))
         frame, notes = kernel_metrics_frame(rows, stage)
         return Dataset(
             provenance=Provenance(

@@ -13,7 +13,7 @@ from pathlib import Path
 from generator.errors import InputError
 from generator.model import Dataset
 from generator.readers import nsys_sqlite
-from generator.readers.base import sha256_of
+from generator.readers.base import provenance_sha256
 from generator.temp_dirs import TempDir
 
 MAGIC = b"NVIDIA Tegra Profiler Report"
@@ -54,7 +54,7 @@ class NsysRepReader:
             except InputError as exc:
                 raise InputError(path, exc.problem) from None
         dataset.provenance = dataclasses.replace(
-            dataset.provenance, path=str(path), format=self.format, sha256=sha256_of(path),
+            dataset.provenance, path=str(path), format=self.format, sha256=provenance_sha256(path),
             notes=(*dataset.provenance.notes, f"exported to SQLite with {nsys}"))
         return dataset
 

@@ -35,7 +35,7 @@ from generator.model import (
     Provenance,
     whole_graph_name,
 )
-from generator.readers.base import sha256_of
+from generator.readers.base import provenance_sha256
 from generator.readers.sqlite_columnar import Columnar
 from generator.readers.sqlite_file import checked_while_read
 from generator.readers.validate import bounded_name_sql, checked_table
@@ -160,7 +160,7 @@ class _Capture:
         """count/total/avg/med/min/max/stddev with grp, key, aux per k of the SQLite query ``source``,
         whose rows ``project`` (a DuckDB select list) makes (k, grp, key, aux, d)."""
         self.columnar.view("rows", source)
-        return _finish_stats(self.columnar.stats(f"SELECT {project} FROM rows"))
+        return _finish_stats(self.columnar.stats(f"SELECT {project} FROM rows", threads=1))  # one stream
 
     def _staged_views(self) -> None:
         """The DuckDB ``ranges``, ``calls`` and ``kernels`` that KERNELS_IN_RANGES reads."""
@@ -531,7 +531,7 @@ def _provenance(cap: _Capture) -> Provenance:
     notes = () if meta else ("legacy export schema (no META_DATA_EXPORT; nsys 2021 or older)",)
     return Provenance(path=str(cap.path), format=READER.format,
                       format_version=" / ".join(p for p in parts if p) or None,
-                      sha256=sha256_of(cap.path), notes=notes)
+                      sha256=provenance_sha256(cap.path), notes=notes)
 
 
 class NsysSqliteReader:

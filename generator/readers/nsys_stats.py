@@ -28,7 +28,7 @@ from generator.model import (
     memcpy_operation,
     ranked,
 )
-from generator.readers.base import sha256_of
+from generator.readers.base import provenance_sha256
 from generator.readers.validate import LIMIT
 
 #: Lines nsys prints around its tables that are not part of them.
@@ -191,7 +191,7 @@ def _dataset(path: Path, tables: list[_Table], fmt: str) -> Dataset:
         raise InputError(path, "no nsys stats table found")
     notes = ("memcpy sizes as printed: MB with 3 decimals",) if "memsize" in frames else ()
     ds = Dataset(provenance=Provenance(path=str(path), format=fmt, format_version=_layout(tables, set(frames)),
-                                       sha256=sha256_of(path), notes=notes))
+                                       sha256=provenance_sha256(path), notes=notes))
     if "kernels" in frames:
         k = frames["kernels"]
         k["stage"], k["short_name"] = ALL_STAGES, None

@@ -29,7 +29,7 @@ from generator.model import (
     memcpy_operation,
     ranked,
 )
-from generator.readers.base import sha256_of
+from generator.readers.base import provenance_sha256
 from generator.readers.inflate import read_gz
 
 _MEMCPY_CATS = {"gpu_memcpy", "gpu_memset", "memcpy", "memset"}
@@ -60,7 +60,7 @@ class TorchTraceReader:
                 path=str(path),
                 format=self.format,
                 format_version=_format_version(doc),
-                sha256=sha256_of(path),
+                sha256=provenance_sha256(path),
                 notes=notes,
             ),
             kernel_summary=_kernel_summary(kernels, stage or ALL_STAGES),
