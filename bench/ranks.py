@@ -87,7 +87,8 @@ def _digest(ranks: list, union) -> str:
         for stage in sorted(t.spans):
             h.update(np.ascontiguousarray(t.spans[stage]).tobytes())
     for stage in sorted(union.busy):
-        h.update(np.ascontiguousarray(union.busy[stage]).tobytes())
+        for part in union.busy[stage]:
+            h.update(part.tobytes())
     return h.hexdigest()[:16]
 
 

@@ -208,8 +208,9 @@ class RankReduction:
     ``collectives``: each of its collective kernels in (start, end) order (COLLECTIVE_KERNEL_COLUMNS,
     then per stage ``stage:<name>``, the range instance it lies in, and ``exposed:<name>``, its time
     no other kernel of that instance covers); ``spans``: per stage a (2, n) int64 array of each
-    instance's first kernel start and last kernel end; ``busy``: per stage asked for, the (2, n) int64
-    merged intervals its GPU ran a kernel in (None once folded into the union over ranks);
+    instance's first kernel start and last kernel end; ``busy``: per stage asked for, the merged
+    intervals its GPU ran a kernel in as (starts, ends) int64 arrays (None once folded into the union
+    over ranks);
     ``calls``: its launching threads' CUDA calls in the host windows the late-rank analysis reads
     (tid, lo, hi of the window, then name, start, end of the call).
     """

@@ -38,7 +38,7 @@ def _same_reductions(got: list, want: list) -> None:
             x, y = getattr(a, field), getattr(b, field)
             assert (x is None) == (y is None)
             if x is not None:
-                assert x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
+                assert x.keys() == y.keys() and all(np.array_equal(np.asarray(x[k]), np.asarray(y[k])) for k in x)
         assert (a.calls is None) == (b.calls is None)
         if a.calls is not None:
             pd.testing.assert_frame_equal(a.calls, b.calls)
@@ -58,7 +58,7 @@ def test_forked_workers_reduce_what_the_sequential_read_does(which: str, export:
     # what comes back: each rank's collective kernels (682 of its 15,717 kernels), not its kernels,
     # NVTX ranges or CUDA calls; the busy intervals already merged
     assert [len(t.collectives) for t in got] == [682, 682]
-    assert all(t.busy[s].dtype == np.int64 and t.busy[s].shape[0] == 2 for t in got for s in STAGES)
+    assert all(part.dtype == np.int64 for t in got for s in STAGES for part in t.busy[s])
 
 
 @pytest.fixture(scope="module")

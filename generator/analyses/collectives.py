@@ -87,27 +87,36 @@ def busbw_factor(collective: str, ranks: int) -> float | None:
     return float(spec["scale"]) * ((ranks - 1) / ranks if spec["per_peer"] else 1.0)
 
 
-def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Length of the union of the intervals [start, end)."""
-    merged = _merge(starts, ends)
-    return int((merged[1] - merged[0]).sum())
+def union_length(starts: np.ndarray, ends: np.ndarray, own: bool = False) -> int:
+    """Length of the union of the intervals [start, end) (``own``: as :func:`_merge`)."""
+    if not len(starts):
+        return 0
+    s, e, new, last = _sorted_apart(starts, ends, own)
+    return int(e.sum(where=last) - s.sum(where=new))
 
 
 def _merge(starts: np.ndarray, ends: np.ndarray, own: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The union of the intervals [start, end) as disjoint sorted intervals (touching ones joined).
-    Starts and ends are sorted apart (the i-th start opens a new interval where it lies past the
-    (i−1)-th end: as many intervals have ended as have started), so no index array is made;
+    """The union of the intervals [start, end) as disjoint sorted intervals (touching ones joined);
     ``own``: the arrays are this call's to sort in place."""
     if not len(starts):
         return np.array([], dtype="int64"), np.array([], dtype="int64")
+    s, e, new, last = _sorted_apart(starts, ends, own)
+    return s[new], e[last]
+
+
+def _sorted_apart(starts: np.ndarray, ends: np.ndarray, own: bool) -> tuple[np.ndarray, ...]:
+    """Starts and ends sorted apart, and which starts open and which ends close a merged interval:
+    the i-th start opens one where it lies past the (i−1)-th end (as many intervals have ended as
+    have started), so no index array is made."""
     s, e = (np.asarray(x, dtype="int64") if own else np.array(x, dtype="int64") for x in (starts, ends))
     s.sort(kind="stable")  # timsort: linear on the sorted runs kernels and folded unions come in
     e.sort(kind="stable")
     new = np.empty(len(s), dtype=bool)
     new[0] = True
     np.greater(s[1:], e[:-1], out=new[1:])
-    last = np.append(np.flatnonzero(new)[1:] - 1, len(s) - 1)
-    return s[new], e[last]
+    last = np.empty(len(s), dtype=bool)  # the end of a merged interval: the next one is new
+    last[:-1], last[-1] = new[1:], True
+    return s, e, new, last
 
 
 def covered(starts: np.ndarray, ends: np.ndarray, by_starts: np.ndarray, by_ends: np.ndarray) -> np.ndarray:
@@ -161,14 +170,14 @@ def reduce_rank(rows: RankRows, stages: Sequence[str], busy_stages: Sequence[str
     kind[inside] = role_codes[rows.range_name[nccl[hit[inside]]]]
     comm = kind >= 0
     coll = np.flatnonzero(comm)
-    codes = {name: i for i, name in enumerate(rows.range_names)}
+    range_code = {name: i for i, name in enumerate(rows.range_names)}
     figures, spans, busy, per_stage = [], {}, {}, {}
     for stage in stages:
         if stage == ALL_STAGES:
             inst = np.zeros(n, dtype="int32")
         else:
             name, first, count = stage_spec(stage)
-            own = np.flatnonzero(rows.range_name == codes[name]) if name in codes else np.empty(0, "int64")
+            own = np.flatnonzero(rows.range_name == range_code[name]) if name in range_code else np.empty(0, "int64")
             at = (first or 1) - 1
             own = own[at:at + count if count else None]
             inst = (_in_ranges(t, known, rows.call_tid, rows, own) + 1).astype("int32")
@@ -178,15 +187,11 @@ def reduce_rank(rows: RankRows, stages: Sequence[str], busy_stages: Sequence[str
         spans[stage] = bounds
         if stage in busy_stages:
             inside = inst >= 0
-            busy[stage] = np.stack(_merge(start[inside], end[inside], own=True))
+            busy[stage] = _merge(start[inside], end[inside], own=True)
         per_stage[f"stage:{stage}"] = inst[coll]
         per_stage[f"exposed:{stage}"] = exposed_local
     other = ~comm
-    by_end = np.argsort(end, kind="stable")  # by end, then position: the first of equal ends
-    ends = end[by_end]
-    at = np.searchsorted(ends, start[coll], side="right") - 1  # the last end at or before each start
-    previous = by_end[np.searchsorted(ends, ends[np.maximum(at, 0)], side="left")] if n else at
-    before = at >= 0
+    previous, before = _previous(start, end, coll)
     table = pd.DataFrame({
         "collective": pd.Categorical.from_codes(kind[coll], categories=kinds) if kinds else
         pd.Categorical([], categories=[]),
@@ -198,6 +203,17 @@ def reduce_rank(rows: RankRows, stages: Sequence[str], busy_stages: Sequence[str
                          pd.DataFrame(figures, columns=["stage", *STAGE_FIGURES]), table, spans, busy)
 
 
+def _previous(start: np.ndarray, end: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel of ``chosen`` (positions), the kernel that ended last at or before its start (the
+    first such in kernel order), and whether there is one."""
+    if not len(chosen):
+        return chosen, np.zeros(0, dtype=bool)
+    by_end = np.argsort(end, kind="stable")  # by end, then position: the first of equal ends
+    ends = end[by_end]
+    at = np.searchsorted(ends, start[chosen], side="right") - 1  # the last end at or before each start
+    return by_end[np.searchsorted(ends, ends[np.maximum(at, 0)], side="left")], at >= 0
+
+
 def _stage_figures(start: np.ndarray, end: np.ndarray, comm: np.ndarray, coll: np.ndarray,
                    inst: np.ndarray) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
     """STAGE_FIGURES of one rank's kernels in a stage (``inst``: each kernel's instance, -1 outside),
@@ -205,18 +221,22 @@ def _stage_figures(start: np.ndarray, end: np.ndarray, comm: np.ndarray, coll: n
     collective kernel (``coll``: their positions) its time no other kernel of its instance covers."""
     total = dict.fromkeys(STAGE_FIGURES, 0)
     exposed_local = np.zeros(len(coll), dtype="int64")
-    inside = np.flatnonzero(inst >= 0)
-    order = inside[np.argsort(inst[inside], kind="stable")]
-    parts = np.split(order, np.flatnonzero(np.diff(inst[order])) + 1) if len(order) else []
+    parts: list[Any]
+    if len(inst) and inst[0] >= 0 and (inst == inst[0]).all():  # one instance of every kernel: no copies
+        parts = [slice(None)]
+    else:
+        inside = np.flatnonzero(inst >= 0)
+        order = inside[np.argsort(inst[inside], kind="stable")]
+        parts = np.split(order, np.flatnonzero(np.diff(inst[order])) + 1) if len(order) else []
     bounds = np.empty((2, len(parts)), dtype="int64")
     for i, part in enumerate(parts):
         s, e, c = start[part], end[part], comm[part]
         span, busy = int(e.max() - s.min()), union_length(s, e)
         exposed = (e[c] - s[c]) - covered(s[c], e[c], s[~c], e[~c])
-        exposed_local[np.searchsorted(coll, part[c])] = exposed
+        exposed_local[slice(None) if isinstance(part, slice) else np.searchsorted(coll, part[c])] = exposed
         bounds[:, i] = s.min(), e.max()
         for key, value in (("span_ns", span), ("kernel_ns", int((e - s).sum())), ("idle_ns", span - busy),
-                           ("launches", len(part)), ("busy_ns", busy), ("compute_ns", union_length(s[~c], e[~c])),
+                           ("launches", len(s)), ("busy_ns", busy), ("compute_ns", union_length(s[~c], e[~c], own=True)),
                            ("comm_ns", int((e[c] - s[c]).sum())), ("exposed_ns", int(exposed.sum()))):
             total[key] += value
     return total, bounds, exposed_local
@@ -255,7 +275,7 @@ class BusyUnion:
 
     def __init__(self, stages: Sequence[str], named: Sequence[str] | None = None) -> None:
         self.stages, self.named = list(stages), None if named is None else list(named)
-        self.busy = {s: np.empty((2, 0), dtype="int64") for s in self.stages}
+        self.busy: dict[str, tuple[np.ndarray, np.ndarray] | None] = dict.fromkeys(self.stages)
 
     def parts(self, stage: str) -> list[str]:
         """The stages whose intervals make ``stage``'s."""
@@ -269,9 +289,15 @@ class BusyUnion:
         """``rank``'s busy intervals folded into the union; ``rank`` without them."""
         assert rank.busy is not None
         for stage in self.stages:
-            parts = [self.busy[stage], *(rank.busy[p] for p in self.parts(stage))]
+            parts = [rank.busy[p] for p in self.parts(stage)]
+            if self.busy[stage] is None and len(parts) == 1:
+                self.busy[stage] = parts[0]  # merged already
+                continue
+            parts += [self.busy[stage]] if self.busy[stage] is not None else []
+            self.busy[stage] = None
             starts, ends = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
-            self.busy[stage] = np.stack(_merge(starts, ends, own=True))
+            del parts  # the union so far is freed before the merge
+            self.busy[stage] = _merge(starts, ends, own=True)
         return dataclasses.replace(rank, busy=None)
 
     def table(self, ranks: Sequence[RankReduction]) -> pd.DataFrame:
@@ -282,7 +308,7 @@ class BusyUnion:
         for stage in self.stages:
             spans = np.concatenate([r.spans[p] for r in ranks for p in self.parts(stage)], axis=1)
             span = union_length(spans[0], spans[1])
-            run = int((self.busy[stage][1] - self.busy[stage][0]).sum())
+            run = int((self.busy[stage][1] - self.busy[stage][0]).sum()) if self.busy[stage] is not None else 0
             rows.append({"stage": stage, "span_ns": span, "busy_ns": run, "idle_ns": span - run})
         return pd.DataFrame(rows, columns=["stage", "span_ns", "busy_ns", "idle_ns"])
 

@@ -149,20 +149,17 @@ def read_rank(path: str | Path, global_pid: int, gpu: int, keep_range: Callable[
                       "AND r.globalTid >> 24 = k.globalPid >> 24") if runtime else ""
             call = f"COALESCE(r.start, {NO_CALL}), COALESCE(r.globalTid, {NO_CALL})" if runtime \
                 else f"{NO_CALL}, {NO_CALL}"
-            columns = _fetched(conn.execute(
-                f"SELECT k.start, k.end, COALESCE(k.shortName, -1), COALESCE(k.demangledName, -1), {call} "
-                f"FROM {KERNEL_TABLE} AS k {launch} {where} ORDER BY k.start, k.end", args), count, 6)
-            start, end, short, demangled, call_start, call_tid = columns
-            ids, name = np.unique(short, return_inverse=True)
-            strings = _strings(conn, ids)
-            names = [strings.get(int(i)) for i in ids]
-            lost = np.array([n is None for n in names], dtype=bool)[name]  # no short name: the demangled one
-            if lost.any():
-                ids, codes = np.unique(demangled[lost], return_inverse=True)
-                strings = _strings(conn, ids)
-                name[lost] = len(names) + codes
-                names += [strings.get(int(i)) for i in ids]
-            del short, demangled
+            # the name's StringIds id: the short name's (≥ 0) where StringIds holds it, else -2 − the
+            # demangled name's, -1 where neither is given
+            start, end, name_id, call_start, call_tid = _fetched(conn.execute(
+                f"SELECT k.start, k.end, CASE WHEN s.value IS NOT NULL THEN k.shortName "
+                f"ELSE COALESCE(-2 - k.demangledName, -1) END, {call} FROM {KERNEL_TABLE} AS k "
+                f"LEFT JOIN StringIds AS s ON s.id = k.shortName {launch} {where} ORDER BY k.start, k.end",
+                args), count, 5)
+            ids, name = np.unique(name_id, return_inverse=True)
+            del name_id
+            strings = _strings(conn, np.where(ids >= 0, ids, -2 - ids))
+            names = [strings.get(int(i) if i >= 0 else -2 - int(i)) if i != -1 else None for i in ids]
             ranges = _ranges(conn, pid_key, keep_range) if NVTX_TABLE in tables else ([], [])
     except sqlite3.DatabaseError as exc:
         raise InputError(path, f"unreadable nsys SQLite export ({str(exc).strip()})") from None
