@@ -164,10 +164,12 @@ def reduce_rank(rows: RankRows, stages: Sequence[str], busy_stages: Sequence[str
     kind = np.array([code.get(k, -1) for k in by_name], dtype="int16")[rows.name] if n else np.empty(0, "int16")
     nccl = np.flatnonzero(np.array([pattern.match(str(x)) is not None for x in rows.range_names], dtype=bool)
                           [rows.range_name]) if len(rows.range_names) else np.empty(0, "int64")
-    hit = _in_ranges(t, known, rows.call_tid, rows, nccl)
-    inside = hit >= 0
-    role_codes = np.array([code.get(r, -1) for r in roles], dtype="int16")
-    kind[inside] = role_codes[rows.range_name[nccl[hit[inside]]]]
+    if len(nccl):
+        hit = _in_ranges(t, known, rows.call_tid, rows, nccl)
+        inside = hit >= 0
+        role_codes = np.array([code.get(r, -1) for r in roles], dtype="int16")
+        kind[inside] = role_codes[rows.range_name[nccl[hit[inside]]]]
+        del hit, inside
     comm = kind >= 0
     coll = np.flatnonzero(comm)
     range_code = {name: i for i, name in enumerate(rows.range_names)}
