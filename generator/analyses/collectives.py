@@ -18,6 +18,7 @@ instances of the stage's NVTX range on the same thread. Single-GPU versions get 
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
@@ -288,17 +289,23 @@ class BusyUnion:
         return list(dict.fromkeys(p for s in self.stages for p in self.parts(s)))
 
     def add(self, rank: RankReduction) -> RankReduction:
-        """``rank``'s busy intervals folded into the union; ``rank`` without them."""
+        """``rank``'s busy intervals folded into the union; ``rank`` without them (they are taken out
+        of its ``busy`` as soon as no stage left needs them, so each is freed before the next merge)."""
         assert rank.busy is not None
+        uses = collections.Counter(p for stage in self.stages for p in self.parts(stage))
         for stage in self.stages:
             parts = [rank.busy[p] for p in self.parts(stage)]
+            for p in self.parts(stage):
+                uses[p] -= 1
+                if not uses[p]:
+                    del rank.busy[p]
             if self.busy[stage] is None and len(parts) == 1:
                 self.busy[stage] = parts[0]  # merged already
                 continue
             parts += [self.busy[stage]] if self.busy[stage] is not None else []
             self.busy[stage] = None
             starts, ends = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
-            del parts  # the union so far is freed before the merge
+            del parts  # the union so far and the rank's intervals are freed before the merge
             self.busy[stage] = _merge(starts, ends, own=True)
         return dataclasses.replace(rank, busy=None)
 
