@@ -5,13 +5,16 @@
 Builds one export of ≥ N kernel rows as bench/ingest.py does (a real capture's kernel rows replicated
 with shifted timestamps inside SQLite) and gives each rank its own file: a hard link of it per
 rank (same bytes, distinct paths, one page cache). Each measurement runs in a fresh process that
-reads the ranks with generator.pipeline.rank_map.read_ranks: forked workers (one per rank, the
-machine's CPUs at a time; and one worker for the one-rank reference), then the same through a local
-Dask cluster of as many single-thread worker processes. Printed per run: wall time of the read (a
+reads and reduces the ranks as a build does (generator.pipeline.rank_map.read_ranks over the whole
+capture, each rank's busy intervals folded into the union over ranks as it arrives:
+analyses.collectives.BusyUnion): forked workers (one per rank, the machine's CPUs at a time; and one
+worker for the one-rank reference), then the same through a local Dask cluster of as many
+single-thread worker processes. Printed per run: wall time of the read (a
 cluster's start excluded, printed apart), speed-up over one rank on one worker scaled by the ranks,
 the workers' CPU time per rank (the work, apart from how much of the machine the run got),
 peak RSS (VmHWM) of each worker (forked workers: polled every 20 ms from /proc while they live; Dask
-workers: read on them at the end) and of the parent, and whether the tables equal the forked ones.
+workers: read on them at the end) and of the parent, and whether the reductions and the union equal
+the forked ones.
 Targets (issue 49): 8 ranks in ≤ 1.3 × (8 / workers) × the one-rank time; peak per worker ≤ the
 one-rank peak + 10 %. The files are deleted afterwards.
 """
@@ -71,25 +74,35 @@ class Poller(threading.Thread):
                 self.peaks[pid] = max(self.peaks.get(pid, 0), _hwm(pid))
 
 
-def _digest(tables: list) -> str:
-    """One hash of every rank's kernels, NVTX ranges and CUDA calls (values and dtypes)."""
+def _digest(ranks: list, union) -> str:
+    """One hash of every rank's reduction (figures, collective kernels, spans) and the busy union."""
+    import numpy as np
     import pandas as pd
 
     h = hashlib.sha256()
-    for t in tables:
-        for frame in (t.kernels, t.ranges, t.calls):
+    for t in ranks:
+        for frame in (t.stages, t.collectives):
             h.update(str(list(frame.dtypes)).encode())
             h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+        for stage in sorted(t.spans):
+            h.update(np.ascontiguousarray(t.spans[stage]).tobytes())
+    for stage in sorted(union.busy):
+        for part in union.busy[stage]:
+            h.update(part.tobytes())
     return h.hexdigest()[:16]
 
 
 def measure(mode: str, files: list[str], workers: int) -> None:
     """Child process: read one rank of each of ``files``; print the figures as JSON."""
+    from generator.analyses.collectives import BusyUnion
+    from generator.model import ALL_STAGES
     from generator.pipeline import rank_map
     from generator.pipeline.inputs import InputCache
     from generator.readers.nsys_ranks import rank_processes
 
-    ranks = [(Path(f), int(r.global_pid), int(r.gpu)) for f in files for r in rank_processes(f).itertuples()]
+    ranks = [(Path(f), int(r.global_pid), int(r.gpu), 0) for f in files for r in rank_processes(f).itertuples()]
+    union = BusyUnion([ALL_STAGES])
+    stages = ([ALL_STAGES], union.busy_stages(), union.add)
     out: dict = {"mode": mode, "ranks": len(ranks), "workers": workers}
     with InputCache() as cache:
         if mode == "dask":
@@ -104,7 +117,7 @@ def measure(mode: str, files: list[str], workers: int) -> None:
                 with Client(cluster.scheduler_address) as client:
                     cpu = client.run(time.process_time)
                     start = time.perf_counter()
-                    tables = rank_map.read_ranks(cache, ranks)
+                    tables = rank_map.read_ranks(cache, ranks, *stages)
                     out["seconds"] = time.perf_counter() - start
                     out["worker_cpu_s"] = sum(client.run(time.process_time).values()) - sum(cpu.values())
                     peaks = client.run(lambda: _hwm("self"))
@@ -114,7 +127,7 @@ def measure(mode: str, files: list[str], workers: int) -> None:
             poller.start()
             cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            tables = rank_map.read_ranks(cache, ranks, workers=workers)
+            tables = rank_map.read_ranks(cache, ranks, *stages, workers=workers)
             out["seconds"] = time.perf_counter() - start
             done = resource.getrusage(resource.RUSAGE_CHILDREN)
             out["worker_cpu_s"] = done.ru_utime + done.ru_stime - cpu.ru_utime - cpu.ru_stime
@@ -122,8 +135,8 @@ def measure(mode: str, files: list[str], workers: int) -> None:
             poller.join()
             out["worker_peaks"] = sorted(poller.peaks.values())
     out["parent_peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    out["kernels"] = sum(len(t.kernels) for t in tables)
-    out["digest"] = _digest(tables)
+    out["kernels"] = sum(t.launches for t in tables)
+    out["digest"] = _digest(tables, union)
     print(json.dumps(out))
 
 

@@ -200,21 +200,31 @@ class Dataset:
 
 
 @dataclass(frozen=True)
-class RankTables:
-    """One rank's tables (ns on its own session clock).
+class RankReduction:
+    """What one rank contributes to the cross-rank analyses (analyses.collectives.reduce_rank), ns on
+    the version's clock; the rank's own kernels, NVTX ranges and CUDA calls stay where it was read.
 
-    ``kernels``: start, end, stream, name, call_start, call_tid (the CUDA call that launched it);
-    ``ranges``: name, start, end, tid of the process's NVTX ranges; ``calls``: name, start, end, tid
-    of the process's CUDA runtime and driver calls.
+    ``stages``: per stage (``stage`` column) the rank's own figures (analyses.collectives.STAGE_FIGURES);
+    ``collectives``: each of its collective kernels in (start, end) order (COLLECTIVE_KERNEL_COLUMNS,
+    then per stage ``stage:<name>``, the range instance it lies in, and ``exposed:<name>``, its time
+    no other kernel of that instance covers); ``spans``: per stage a (2, n) int64 array of each
+    instance's first kernel start and last kernel end; ``busy``: per stage asked for, the merged
+    intervals its GPU ran a kernel in as (starts, ends) int64 arrays (None once folded into the union
+    over ranks);
+    ``calls``: its launching threads' CUDA calls in the host windows the late-rank analysis reads
+    (tid, lo, hi of the window, then name, start, end of the call).
     """
 
     path: str
     global_pid: int
     pid: int
     gpu: int
-    kernels: pd.DataFrame
-    ranges: pd.DataFrame
-    calls: pd.DataFrame
+    launches: int
+    stages: pd.DataFrame
+    collectives: pd.DataFrame
+    spans: dict[str, Any]
+    busy: dict[str, Any] | None = None
+    calls: pd.DataFrame | None = None
 
 
 @dataclass
@@ -261,9 +271,9 @@ class VersionInputs:
     #: each kernel of the version's PyTorch traces recorded with shapes and the operator call that
     #: launched it (readers.torch_trace.KERNEL_OP_COLUMNS), None where no trace carries shapes
     kernel_ops: pd.DataFrame | None = None
-    #: the ranks of a multi-GPU version in launcher order (index = rank; readers.nsys_ranks), empty
-    #: for one GPU; ``rank_order``: how they were ordered (readers.nsys_ranks.RANK_SOURCES)
-    ranks: tuple[RankTables, ...] = ()
+    #: the ranks of a multi-GPU version in launcher order (index = rank; pipeline.rank_map), each as
+    #: its reduction, empty for one GPU; ``rank_order``: how they were ordered (readers.nsys_ranks.RANK_SOURCES)
+    ranks: tuple[RankReduction, ...] = ()
     rank_order: str | None = None
     #: where the stages came from in a report made from profiler files (pipeline.stage_choice.StagesFrom:
     #: "option", "whole", "nvtx"); None: a report.yaml or capture run named them

@@ -1,7 +1,7 @@
 # ruff: noqa: F811 - the fixtures imported from test_ranks are the tests' arguments
 """Ranks read as a per-rank map (generator.pipeline.rank_map): forked workers here and a Dask
-LocalCluster give the tables and the collectives / ranks frames of the sequential read, on the real
-2 × H200 export as one export and as one export per rank."""
+LocalCluster give the reductions and the collectives / ranks frames of the sequential read, on the
+real 2 × H200 export as one export and as one export per rank."""
 from __future__ import annotations
 
 import json
@@ -9,9 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
-from test_ranks import FIXTURE, _inputs, analysed, export, split  # noqa: F401 - test_ranks' fixtures, shared
+from test_ranks import FIXTURE, STAGES, _inputs, analysed, export, split  # noqa: F401 - test_ranks' fixtures, shared
 
 from generator.analyses import collectives as coll
 from generator.cli import main
@@ -22,32 +23,42 @@ from generator.pipeline.inputs import InputCache
 pytestmark = pytest.mark.skipif(not FIXTURE.is_file(), reason=f"{FIXTURE} not present")
 
 
-def _sequential(cache: InputCache, exports: list[Path]) -> list:
+def _ranks(cache: InputCache, exports: list[Path]) -> list:
     found = pd.concat([cache.rank_processes(p) for p in exports], ignore_index=True)
-    return [cache.rank(Path(r.path), int(r.global_pid), int(r.gpu)) for r in found.itertuples()], \
-        [(Path(r.path), int(r.global_pid), int(r.gpu)) for r in found.itertuples()]
+    return [(Path(r.path), int(r.global_pid), int(r.gpu), 0) for r in found.itertuples()]
 
 
-def _same_tables(got: list, want: list) -> None:
+def _same_reductions(got: list, want: list) -> None:
     assert len(got) == len(want) == 2
     for a, b in zip(got, want, strict=True):
-        assert (a.path, a.global_pid, a.pid, a.gpu) == (b.path, b.global_pid, b.pid, b.gpu)
-        for frame in ("kernels", "ranges", "calls"):
-            pd.testing.assert_frame_equal(getattr(a, frame), getattr(b, frame))
+        assert (a.path, a.global_pid, a.pid, a.gpu, a.launches) == (b.path, b.global_pid, b.pid, b.gpu, b.launches)
+        pd.testing.assert_frame_equal(a.stages, b.stages)
+        pd.testing.assert_frame_equal(a.collectives, b.collectives)
+        for field in ("spans", "busy"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert (x is None) == (y is None)
+            if x is not None:
+                assert x.keys() == y.keys() and all(np.array_equal(np.asarray(x[k]), np.asarray(y[k])) for k in x)
+        assert (a.calls is None) == (b.calls is None)
+        if a.calls is not None:
+            pd.testing.assert_frame_equal(a.calls, b.calls)
 
 
 @pytest.mark.parametrize("which", ["one", "per_rank"])
-def test_forked_workers_read_what_the_sequential_read_does(which: str, export: Path, split: list[Path]) -> None:
+def test_forked_workers_reduce_what_the_sequential_read_does(which: str, export: Path, split: list[Path],
+                                                             monkeypatch) -> None:
     exports = [export] if which == "one" else split
     with InputCache() as cache:
-        want, ranks = _sequential(cache, exports)
-        got = rank_map.read_ranks(cache, ranks, workers=2)
-    _same_tables(got, want)
-    assert [len(t.kernels) for t in got] == [15717, 15717]
-    # what a worker sends back holds each name once
-    small = rank_map.compact(want[0])
-    assert isinstance(small.kernels["name"].dtype, pd.CategoricalDtype)
-    _same_tables([rank_map.expanded(small)] * 2, [want[0]] * 2)
+        ranks = _ranks(cache, exports)
+        got = rank_map.read_ranks(cache, ranks, STAGES, STAGES, workers=2)
+        monkeypatch.setattr(rank_map, "fork_safe", lambda: False)  # read here, one rank after the other
+        want = rank_map.read_ranks(cache, ranks, STAGES, STAGES)
+    _same_reductions(got, want)
+    assert [t.launches for t in got] == [15717, 15717]
+    # what comes back: each rank's collective kernels (682 of its 15,717 kernels), not its kernels,
+    # NVTX ranges or CUDA calls; the busy intervals already merged
+    assert [len(t.collectives) for t in got] == [682, 682]
+    assert all(part.dtype == np.int64 for t in got for s in STAGES for part in t.busy[s])
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +85,7 @@ def test_dask_cluster_gives_the_same_ranks_and_collectives(which: str, cluster: 
     pd.testing.assert_frame_equal(there["ranks"], here["ranks"])
     pd.testing.assert_frame_equal(there["collectives"], here["collectives"])
     pd.testing.assert_frame_equal(there["collectives"], analysed["collectives"])
-    _same_tables(list(there["tables"]), list(here["tables"]))
+    _same_reductions(list(there["tables"]), list(here["tables"]))
     assert rank_map._scheduler is None  # the block's end restores reading here
 
 

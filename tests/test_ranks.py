@@ -65,10 +65,10 @@ def split(export: Path, tmp_path_factory) -> list[Path]:
 
 def _inputs(exports: list[Path]) -> VersionInputs:
     with InputCache() as cache:
-        ranks, order = version_ranks(exports, cache)
+        reading = version_ranks(exports, cache, STAGES)
     summary = pd.DataFrame({"stage": STAGES, "name": ["-", "-"]})
     return VersionInputs(kernel_summary=summary, kernel_metrics=pd.DataFrame(), gpus=[], provenance=[],
-                         ranks=ranks, rank_order=order)
+                         ranks=reading.ranks, rank_order=reading.order)
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,7 @@ def test_late_rank_cause_accounts_for_its_window(analysed: dict) -> None:
 
 def test_one_export_per_rank_reads_the_same(split: list[Path], analysed: dict) -> None:
     inputs = _inputs(split)
-    assert [(t.pid, t.gpu, len(t.kernels)) for t in inputs.ranks] == [(850, 0, 15717), (851, 1, 15717)]
+    assert [(t.pid, t.gpu, t.launches) for t in inputs.ranks] == [(850, 0, 15717), (851, 1, 15717)]
     instances = coll.collective_instances(inputs)
     pd.testing.assert_frame_equal(coll.collectives(inputs, instances), analysed["collectives"])
     pd.testing.assert_frame_equal(coll.ranks(inputs, instances), analysed["ranks"])
@@ -296,6 +296,19 @@ def test_busy_compute_and_exposed_time_equal_sql(export: Path, analysed: dict) -
     assert (whole["idle_ns"] == whole["span_ns"] - whole["busy_ns"]).all()
     # the collectives never overlap each other here, so what compute does not cover is busy − compute
     assert (whole["exposed_ns"] == whole["busy_ns"] - whole["compute_ns"]).all()
+
+
+def test_stage_span_over_ranks_equals_sql(export: Path) -> None:
+    """The whole capture's span over both GPUs is the union of each rank's span, its busy time the
+    union of every kernel of both (analyses.collectives.BusyUnion, folded one rank at a time)."""
+    with InputCache() as cache:
+        spans = version_ranks([export], cache, STAGES, STAGES).spans.set_index("stage")
+    (first, last), = _sql(export, "SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    ranks = _sql(export, "SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY deviceId")
+    assert max(s for s, _ in ranks) < min(e for _, e in ranks)  # the two ranks' spans overlap
+    busy = _sql(export, _UNION.format(where="1").replace("PARTITION BY d ", "").replace(" GROUP BY d ORDER BY d", ""))
+    assert spans.loc[ALL_STAGES, ["span_ns", "busy_ns"]].tolist() == [last - first, busy[0][1]]
+    assert spans.loc[ALL_STAGES, "idle_ns"] == last - first - busy[0][1]
 
 
 def test_kernel_bounds_never_count_waiting(export: Path, analysed: dict) -> None:

@@ -18,13 +18,13 @@ import dataclasses
 import functools
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
 
-from generator.analyses.collectives import rank_stage_spans
+from generator.analyses.collectives import BusyUnion, cause_windows
 from generator.errors import InputError
 from generator.forks import Forks, can_fork
 from generator.model import (
@@ -34,7 +34,7 @@ from generator.model import (
     Dataset,
     GpuInfo,
     Provenance,
-    RankTables,
+    RankReduction,
     VersionInputs,
     duration_stats,
     ranked,
@@ -197,10 +197,14 @@ class InputCache:
         """The ranks of an nsys SQLite export (readers.nsys_ranks.RANK_COLUMNS), ``path`` named."""
         return self._on_plain(path, nsys_ranks.rank_processes).assign(path=str(path))
 
-    def rank(self, path: Path, global_pid: int, gpu: int) -> RankTables:
-        """One rank's tables (readers.nsys_ranks.read_rank) of an nsys SQLite export."""
-        tables = self._on_plain(path, lambda plain: nsys_ranks.read_rank(plain, global_pid, gpu))
-        return dataclasses.replace(tables, path=str(path))
+    def rank_rows(self, path: Path, global_pid: int, gpu: int, keep_range: Callable[[str], bool],
+                  offset: int = 0) -> nsys_ranks.RankRows:
+        """One rank's kernels and NVTX ranges (readers.nsys_ranks.read_rank) of an nsys SQLite export."""
+        return self._on_plain(path, lambda plain: nsys_ranks.read_rank(plain, global_pid, gpu, keep_range, offset))
+
+    def window_calls(self, path: Path, windows: list[tuple[int, int, int]], offset: int = 0) -> pd.DataFrame:
+        """CUDA calls in host windows (readers.nsys_ranks.window_calls) of an nsys SQLite export."""
+        return self._on_plain(path, lambda plain: nsys_ranks.window_calls(plain, windows, offset))
 
     def _on_plain(self, path: Path, action: Callable[[Path], T]) -> T:
         """``action`` on the decompressed copy of ``path``; its InputErrors name ``path``."""
@@ -378,7 +382,11 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     summaries = [s for s in summaries if s is not None]
     if not summaries:
         summaries = [d.kernel_summary for d in torch if d.kernel_summary is not None]
-    ranks, rank_order = version_ranks(list(dict.fromkeys(exports)), cache)
+    stage_spans = _per_stage(spans, [c for c in TIMELINE_COLUMNS if c not in ("device", "idle_med_ns", "launch_call_med_ns")])
+    rank_stages = [ALL_STAGES, *dict.fromkeys(s for f in summaries for s in f["stage"] if s != ALL_STAGES)]
+    reading = version_ranks(list(dict.fromkeys(exports)), cache, rank_stages, list(stage_spans["stage"]),
+                            any((f["stage"] == ALL_STAGES).any() for f in spans))
+    ranks, rank_order = reading.ranks, reading.order
     kernel_summary = _concat_summaries(summaries, report_file, where,
                                        launches if len({t.path for t in ranks}) > 1 else None)
     kernel_metrics = _concat_metrics(metrics)
@@ -401,9 +409,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
         if len(others) == 1 else None,
         launches=pd.concat(launches, ignore_index=True) if launches else None,
-        stage_spans=_over_ranks(_per_stage(spans, [c for c in TIMELINE_COLUMNS
-                                                   if c not in ("device", "idle_med_ns", "launch_call_med_ns")]),
-                                ranks, any((f["stage"] == ALL_STAGES).any() for f in spans)),
+        stage_spans=_over_ranks(stage_spans, reading.spans),
         launch_configs=pd.concat(configs, ignore_index=True).drop_duplicates(ignore_index=True) if configs else None,
         kernel_ops=pd.concat(shaped, ignore_index=True) if shaped else None,
         op_calls=pd.concat(op_calls, ignore_index=True) if op_calls else None,
@@ -415,26 +421,55 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     )
 
 
-def version_ranks(exports: list[Path], cache: InputCache) -> tuple[tuple[RankTables, ...], str | None]:
+@dataclasses.dataclass(frozen=True)
+class RankReading:
+    """A version's ranks as read (:func:`version_ranks`): their reductions in launcher order, how they
+    were ordered, and per stage asked for its span, busy and idle time over all ranks together
+    (analyses.collectives.BusyUnion.table; None: no stages asked for, or one rank)."""
+
+    ranks: tuple[RankReduction, ...] = ()
+    order: str | None = None
+    spans: pd.DataFrame | None = None
+
+
+def version_ranks(exports: list[Path], cache: InputCache, stages: list[str], span_stages: Sequence[str] = (),
+                  whole: bool = True) -> RankReading:
     """The ranks of a version's nsys SQLite exports in launcher order, each on the earliest session's
-    clock, and how they were ordered; nothing for one rank (a single-GPU version reads as before)."""
+    clock and reduced where it is read (pipeline.rank_map) for ``stages`` (ALL_STAGES, then the named
+    ones in kernel-summary order), with the CUDA calls of the host windows the late-rank analysis
+    reads, and the span, busy and idle time over all ranks of ``span_stages`` (``whole``: the inputs
+    read the whole capture, else ALL_STAGES is the union of the named ones); nothing for one rank (a
+    single-GPU version reads as before)."""
     found = [f for f in rank_map.processes(exports, cache) if len(f)]
     if not found or sum(len(f) for f in found) < 2:
-        return (), None
+        return RankReading()
     ordered, source = nsys_ranks.order_ranks(pd.concat(found, ignore_index=True))
     first = int(ordered["session_utc_ns"].min())
-    read = rank_map.read_ranks(cache, [(Path(row.path), row.global_pid, row.gpu) for row in ordered.itertuples()])
-    return tuple(nsys_ranks.shifted(tables, int(row.session_utc_ns) - first)
-                 for tables, row in zip(read, ordered.itertuples(), strict=True)), source
+    offsets = [int(row.session_utc_ns) - first for row in ordered.itertuples()]
+    paths = [Path(row.path) for row in ordered.itertuples()]
+    union = BusyUnion(span_stages, None if whole else [s for s in span_stages if s != ALL_STAGES])
+    reduced = rank_map.read_ranks(cache, [(path, row.global_pid, row.gpu, offset) for path, row, offset
+                                          in zip(paths, ordered.itertuples(), offsets, strict=True)],
+                                  list(dict.fromkeys([*stages, *span_stages])), union.busy_stages(), union.add)
+    windows = cause_windows(reduced, [s for s in stages if s != ALL_STAGES])
+    wanted = [i for i, w in enumerate(windows) if w]
+    calls = dict(zip(wanted, rank_map.host_calls(cache, [(paths[i], windows[i], offsets[i]) for i in wanted]),
+                     strict=True))
+    ranks = tuple(dataclasses.replace(r, calls=calls.get(i, _NO_CALLS)) for i, r in enumerate(reduced))
+    return RankReading(ranks, source, union.table(ranks) if span_stages else None)
 
 
-def _over_ranks(spans: pd.DataFrame, ranks: tuple[RankTables, ...], whole: bool) -> pd.DataFrame:
+#: The host calls of a rank none of whose windows is read.
+_NO_CALLS = pd.DataFrame({c: pd.Series(dtype=object if c == "name" else "int64") for c in nsys_ranks.WINDOW_CALL_COLUMNS})
+
+
+def _over_ranks(spans: pd.DataFrame, union: pd.DataFrame | None) -> pd.DataFrame:
     """``spans`` (:func:`_per_stage`) of several ranks with each stage's span the union over the ranks,
-    never their sum, and its busy and idle time that of all GPUs together (idle: no GPU ran a kernel);
-    ``whole``: the inputs read the whole capture (else ALL_STAGES is the stages' union)."""
-    if len(ranks) < 2 or not len(spans):
+    never their sum, and its busy and idle time that of all GPUs together (idle: no GPU ran a kernel):
+    ``union``, :class:`RankReading`'s spans (None: one rank)."""
+    if union is None or not len(spans):
         return spans
-    union = rank_stage_spans(ranks, list(spans["stage"]), whole).set_index("stage")
+    union = union.set_index("stage")
     spans = spans.copy()
     for column in ("span_ns", "busy_ns", "idle_ns"):
         spans[column] = spans["stage"].map(union[column]).astype(spans[column].dtype)

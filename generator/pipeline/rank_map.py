@@ -1,30 +1,34 @@
 """Ranks read as a per-rank map: a pool of forked workers, as many as the build has CPUs, or the same
 functions on a Dask cluster (``--dask-scheduler``), results merged in rank order.
 
-The workers are forked together before any rank is read (a worker forked later would carry the
-ranks this process holds by then); each reads one rank at a time (readers.nsys_ranks.read_rank)
-and sends back its tables with every name column a pandas Categorical (a code per row, each name
-once), so a worker holds one rank and what crosses the pipe is small; here the names come back in
-the string dtype the sequential read gives (values equal, each name one shared string). On a cluster only paths are sent: the workers
-read the files where they are (a compressed export is decompressed on the worker), so every worker
-needs this package and the files at the same path; the optional ``cluster`` extra installs Dask.
+Each worker reads one rank at a time where its file is (readers.nsys_ranks.read_rank: its kernels
+and the NVTX ranges the stages need, as numpy arrays) and reduces it there
+(analyses.collectives.reduce_rank); what crosses the pipe is that model.RankReduction only: the
+rank's per-stage figures, its collective kernels, its stage instance spans and the merged busy
+intervals of the stages asked for, which a ``fold`` here merges into the union over ranks as each
+rank arrives and drops. A worker holds one rank; this process holds the reductions and the union.
+The late rank's CUDA calls are read afterwards, in a few host windows per rank only
+(:func:`host_calls`). The workers are forked together before any rank is read (a worker forked later
+would carry what this process holds by then). On a cluster only paths are sent: the workers read the
+files where they are (a compressed export is decompressed on the worker), so every worker needs this
+package and the files at the same path; the optional ``cluster`` extra installs Dask.
 """
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from generator.analyses.collectives import range_filter, reduce_rank
 from generator.errors import InputError
 from generator.forks import fork_safe
 from generator.machine import cpus
-from generator.model import RankTables
+from generator.model import RankReduction
 from generator.readers import nsys_ranks
 from generator.readers.base import naming, plain_file
 from generator.run_layout import COMPRESSED
@@ -32,12 +36,13 @@ from generator.run_layout import COMPRESSED
 if TYPE_CHECKING:
     from generator.pipeline.inputs import InputCache
 
-#: One rank to read: (export as given, nsys globalPid, deviceId).
-Rank = tuple[Path, int, int]
+#: One rank to read: (export as given, nsys globalPid, deviceId, ns to add to its times).
+Rank = tuple[Path, int, int, int]
+#: A host window: (thread globalTid, from, to), ns on the version's clock.
+Window = tuple[int, int, int]
 OPTION = "--dask-scheduler"
 #: How long connecting to the scheduler may take (s).
 CONNECT_TIMEOUT = 10
-_FRAMES = ("kernels", "ranges", "calls")
 #: The Dask scheduler ranks are read on in this process and its forks (None: forked workers here).
 _scheduler: str | None = None
 #: The InputCache of the :func:`read_ranks` call whose workers are being forked.
@@ -68,52 +73,62 @@ def processes(exports: Sequence[Path], cache: InputCache | None = None) -> list[
     return [_processes_of(str(path)) for path in exports]
 
 
-def read_ranks(cache: InputCache, ranks: Sequence[Rank], workers: int | None = None) -> list[RankTables]:
-    """Each rank's tables, in the order given: on the cluster when one is in use, else in a pool of
-    ``workers`` (default: the CPUs this build may use) forked workers sharing ``cache``'s decompressed
-    copies; in this process where forking is not safe. The first failure in rank
-    order is raised."""
+def read_ranks(cache: InputCache, ranks: Sequence[Rank], stages: Sequence[str], busy_stages: Sequence[str] = (),
+               fold: Callable[[RankReduction], RankReduction] | None = None,
+               workers: int | None = None) -> list[RankReduction]:
+    """Each rank's reduction over ``stages`` (with the busy intervals of ``busy_stages``), in the
+    order given, each passed through ``fold`` here as it arrives: on the cluster when one is in use,
+    else in a pool of ``workers`` (default: the CPUs this build may use) forked workers sharing
+    ``cache``'s decompressed copies; in this process where forking is not safe. The first failure in
+    rank order is raised."""
+    fold = fold or (lambda reduction: reduction)
+    jobs = [(str(path), int(gpid), int(gpu), int(offset), tuple(stages), tuple(busy_stages))
+            for path, gpid, gpu, offset in ranks]
     if _scheduler is not None:
-        found = _on_cluster(_scheduler, _rank_of, [(str(path), int(gpid), int(gpu)) for path, gpid, gpu in ranks])
-    elif not fork_safe():
-        found = [compact(cache.rank(path, int(gpid), int(gpu))) for path, gpid, gpu in ranks]
-    else:
-        global _forked_cache
-        _forked_cache = cache  # what the workers forked below inherit
-        try:
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(min(workers or cpus(), len(ranks)), mp_context=context) as pool:
-                futures = [pool.submit(_compact_rank, path, int(gpid), int(gpu)) for path, gpid, gpu in ranks]
-                found = [future.result() for future in futures]
-        finally:
-            _forked_cache = None
-    return [expanded(tables) for tables in found]
+        return _on_cluster(_scheduler, _reduced_at, jobs, fold)
+    if not fork_safe():
+        return [fold(_reduced(cache, *job)) for job in jobs]
+    global _forked_cache
+    _forked_cache = cache  # what the workers forked below inherit
+    try:
+        context = multiprocessing.get_context("fork")
+        found: dict[int, RankReduction] = {}
+        failed: dict[int, BaseException] = {}
+        with ProcessPoolExecutor(min(workers or cpus(), len(ranks)), mp_context=context) as pool:
+            futures = {pool.submit(_forked_reduced, *job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):  # folded in any order: the union does not depend on it
+                i = futures[future]
+                if future.exception() is not None:
+                    failed[i] = future.exception()
+                else:
+                    found[i] = fold(future.result())
+    finally:
+        _forked_cache = None
+    if failed:
+        raise failed[min(failed)]
+    return [found[i] for i in range(len(jobs))]
 
 
-def compact(tables: RankTables) -> RankTables:
-    """``tables`` with each frame's ``name`` a Categorical (for the way back from a worker)."""
-    return dataclasses.replace(tables, **{f: _named(getattr(tables, f), "category") for f in _FRAMES})
+def host_calls(cache: InputCache, requests: Sequence[tuple[Path, Sequence[Window], int]]) -> list[pd.DataFrame]:
+    """readers.nsys_ranks.window_calls of each (export, windows, offset), on the cluster when one is in
+    use, else here (through ``cache``)."""
+    jobs = [(str(path), [tuple(w) for w in windows], int(offset)) for path, windows, offset in requests]
+    if _scheduler is not None:
+        return _on_cluster(_scheduler, _calls_at, jobs)
+    return [cache.window_calls(Path(path), windows, offset) for path, windows, offset in jobs]
 
 
-def expanded(tables: RankTables) -> RankTables:
-    """:func:`compact`'s inverse: ``name`` columns of the strings the read gave (each name one object)."""
-    return dataclasses.replace(tables, **{f: _named(getattr(tables, f), None) for f in _FRAMES})
+def _reduced(cache: InputCache, path: str, global_pid: int, gpu: int, offset: int, stages: tuple[str, ...],
+             busy_stages: tuple[str, ...]) -> RankReduction:
+    """One rank read through ``cache`` and reduced."""
+    rows = cache.rank_rows(Path(path), global_pid, gpu, range_filter(stages), offset)
+    return reduce_rank(rows, stages, busy_stages, path, global_pid, gpu)
 
 
-def _named(frame: pd.DataFrame, dtype: str | None) -> pd.DataFrame:
-    names = frame["name"]
-    if dtype is not None:
-        return frame.assign(name=names.astype(dtype))
-    if not isinstance(names.dtype, pd.CategoricalDtype):
-        return frame
-    plain = names.astype(names.cat.categories.dtype)  # the string dtype the read gave
-    return frame.assign(name=plain.where(names.notna(), None) if plain.dtype == object else plain)
-
-
-def _compact_rank(path: Path, global_pid: int, gpu: int) -> RankTables:
-    """In a forked worker: one rank read through the cache it inherited, compacted."""
+def _forked_reduced(*job: Any) -> RankReduction:
+    """In a forked worker: :func:`_reduced` through the cache it inherited."""
     assert _forked_cache is not None
-    return compact(_forked_cache.rank(path, global_pid, gpu))
+    return _reduced(_forked_cache, *job)
 
 
 def _processes_of(path: str) -> pd.DataFrame:
@@ -122,11 +137,18 @@ def _processes_of(path: str) -> pd.DataFrame:
         return nsys_ranks.rank_processes(plain).assign(path=path)
 
 
-def _rank_of(path: str, global_pid: int, gpu: int) -> RankTables:
-    """On a cluster worker: one rank of the export at ``path``, compacted."""
+def _reduced_at(path: str, global_pid: int, gpu: int, offset: int, stages: tuple[str, ...],
+                busy_stages: tuple[str, ...]) -> RankReduction:
+    """On a cluster worker: one rank of the export at ``path`` read and reduced there."""
     with _plain(Path(path)) as plain:
-        tables = nsys_ranks.read_rank(plain, global_pid, gpu)
-    return compact(dataclasses.replace(tables, path=path))
+        rows = nsys_ranks.read_rank(plain, global_pid, gpu, range_filter(stages), offset)
+    return reduce_rank(rows, stages, busy_stages, path, global_pid, gpu)
+
+
+def _calls_at(path: str, windows: list[Window], offset: int) -> pd.DataFrame:
+    """On a cluster worker: readers.nsys_ranks.window_calls of the export at ``path``."""
+    with _plain(Path(path)) as plain:
+        return nsys_ranks.window_calls(plain, windows, offset)
 
 
 @contextmanager
@@ -151,12 +173,13 @@ def _client(address: str) -> Any:
         raise InputError(OPTION, f"no Dask scheduler answers at {address} ({problem})") from None
 
 
-def _on_cluster(address: str, call: Callable[..., Any], args: list[tuple]) -> list[Any]:
-    """``call(*a)`` for each of ``args`` on the cluster at ``address``, values in order, each released
-    on the cluster once here; the first failure in that order raised."""
+def _on_cluster(address: str, call: Callable[..., Any], args: list[tuple],
+                fold: Callable[[Any], Any] = lambda value: value) -> list[Any]:
+    """``fold(call(*a))`` for each of ``args``, ``call`` on the cluster at ``address``, values in order,
+    each released on the cluster once here; the first failure in that order raised."""
     values = []
     with _client(address) as client:
         for future in [client.submit(call, *a, pure=False) for a in args]:
-            values.append(future.result())
+            values.append(fold(future.result()))
             future.release()  # the worker may drop it now
     return values

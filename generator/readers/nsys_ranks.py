@@ -1,9 +1,10 @@
 """The ranks of an Nsight Systems SQLite export: each process that ran kernels, with its GPU.
 
 A rank is one (process ``globalPid``, GPU ``deviceId``) pair that ran kernels. :func:`rank_processes`
-lists them with what orders them; :func:`read_rank` reads one rank's small tables (its kernels with
-the call that launched each, its NVTX ranges, its host threads' CUDA calls). Both are pure functions
-of (file, rank), so ranks can be read in parallel by any pool of workers.
+lists them with what orders them; :func:`read_rank` reads what the rank analyses use of one rank as
+numpy arrays (its kernels with the call that launched each, the NVTX ranges asked for), and
+:func:`window_calls` its threads' CUDA calls in a few host windows only. All are pure functions of
+(file, rank), so ranks can be read in parallel by any pool of workers.
 
 Launcher rank, where known: ``RANK=`` in the environment nsys recorded (TARGET_INFO_SYSTEM_ENV),
 which is that rank's own only in an export made per rank (each rank's process running ``nsys
@@ -15,12 +16,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from generator.errors import InputError
-from generator.model import RankTables
 from generator.readers.nsys_sqlite import KERNEL_TABLE, NVTX_TABLE, RUNTIME_TABLE, require_sqlite
 from generator.readers.sqlite_file import checked_while_read
 
@@ -138,40 +141,154 @@ def _cli_rank(conn: sqlite3.Connection, tables: set[str]) -> int | None:
     return None
 
 
-def read_rank(path: str | Path, global_pid: int, gpu: int) -> RankTables:
-    """The kernels, NVTX ranges and CUDA calls of one rank (process ``global_pid`` on ``gpu``)."""
+@dataclass(frozen=True)
+class RankRows:
+    """One rank's kernels (in start, end order) and the NVTX ranges asked for, as numpy arrays (ns).
+
+    Kernels: ``start``, ``end``, ``name`` (a code into ``names``: its short name, else its demangled
+    name, None where the export names neither), ``call_start`` and ``call_tid`` of the CUDA call that
+    launched it (:data:`NO_CALL` where none is known). Ranges: ``range_name`` (a code into
+    ``range_names``), ``range_start``, ``range_end``, ``range_tid``, in start, end order.
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+    names: list[str | None]
+    call_start: np.ndarray
+    call_tid: np.ndarray
+    range_name: np.ndarray
+    range_names: list[str]
+    range_start: np.ndarray
+    range_end: np.ndarray
+    range_tid: np.ndarray
+
+
+#: call_start / call_tid of a kernel whose launching call is not in the export.
+NO_CALL = np.iinfo(np.int64).min
+#: Rows fetched from SQLite at a time (what a read holds besides its arrays).
+_CHUNK = 1 << 16
+
+
+def read_rank(path: str | Path, global_pid: int, gpu: int, keep_range: Callable[[str], bool],
+              offset: int = 0) -> RankRows:
+    """The kernels of one rank (process ``global_pid`` on ``gpu``) and its NVTX ranges whose name
+    ``keep_range`` accepts, every time ``offset`` ns later (onto another session's clock). Only the
+    columns the rank analyses use are read, names as StringIds codes resolved once each; rows are
+    fetched in chunks into preallocated arrays, so the read holds the arrays and one chunk."""
     path = Path(path)
     pid_key = int(global_pid) >> 24
     try:
         with _connect(path) as conn:
             tables = _tables(conn)
             runtime = RUNTIME_TABLE in tables
+            where = "WHERE k.globalPid = ? AND k.deviceId = ?"
+            args = (int(global_pid), int(gpu))
+            count = conn.execute(f"SELECT COUNT(*) FROM {KERNEL_TABLE} AS k {where}", args).fetchone()[0]
             launch = (f"LEFT JOIN {RUNTIME_TABLE} AS r ON r.correlationId = k.correlationId "
                       "AND r.globalTid >> 24 = k.globalPid >> 24") if runtime else ""
-            kernels = pd.DataFrame(conn.execute(
-                f"SELECT k.start, k.end, k.streamId, COALESCE(s.value, d.value), "
-                f"{'r.start, r.globalTid' if runtime else 'NULL, NULL'} FROM {KERNEL_TABLE} AS k "
-                f"LEFT JOIN StringIds AS s ON s.id = k.shortName LEFT JOIN StringIds AS d ON d.id = k.demangledName "
-                f"{launch} WHERE k.globalPid = ? AND k.deviceId = ? ORDER BY k.start, k.end",
-                (int(global_pid), int(gpu))).fetchall(),
-                columns=["start", "end", "stream", "name", "call_start", "call_tid"])
-            ranges = pd.DataFrame(columns=["name", "start", "end", "tid"])
-            if NVTX_TABLE in tables:
-                ranges = pd.DataFrame(conn.execute(
-                    f"SELECT COALESCE(n.text, s.value), n.start, n.end, n.globalTid FROM {NVTX_TABLE} AS n "
-                    "LEFT JOIN StringIds AS s ON s.id = n.textId WHERE n.globalTid >> 24 = ? "
-                    f"AND n.eventType IN {_RANGE_TYPES} AND n.end IS NOT NULL ORDER BY n.start, n.end",
-                    (pid_key,)).fetchall(), columns=["name", "start", "end", "tid"])
-            calls = pd.DataFrame(columns=["name", "start", "end", "tid"])
-            if runtime:
-                calls = pd.DataFrame(conn.execute(
-                    f"SELECT s.value, r.start, r.end, r.globalTid FROM {RUNTIME_TABLE} AS r "
-                    "LEFT JOIN StringIds AS s ON s.id = r.nameId WHERE r.globalTid >> 24 = ? ORDER BY r.start",
-                    (pid_key,)).fetchall(), columns=["name", "start", "end", "tid"])
+            call = f"COALESCE(r.start, {NO_CALL}), COALESCE(r.globalTid, {NO_CALL})" if runtime \
+                else f"{NO_CALL}, {NO_CALL}"
+            # the name's StringIds id: the short name's (≥ 0) where StringIds holds it, else -2 − the
+            # demangled name's, -1 where neither is given
+            start, end, name_id, call_start, call_tid = _fetched(conn.execute(
+                f"SELECT k.start, k.end, CASE WHEN s.value IS NOT NULL THEN k.shortName "
+                f"ELSE COALESCE(-2 - k.demangledName, -1) END, {call} FROM {KERNEL_TABLE} AS k "
+                f"LEFT JOIN StringIds AS s ON s.id = k.shortName {launch} {where} ORDER BY k.start, k.end",
+                args), count, 5)
+            ids, name = np.unique(name_id, return_inverse=True)
+            del name_id
+            strings = _strings(conn, np.where(ids >= 0, ids, -2 - ids))
+            names = [strings.get(int(i) if i >= 0 else -2 - int(i)) if i != -1 else None for i in ids]
+            ranges = _ranges(conn, pid_key, keep_range) if NVTX_TABLE in tables else ([], [])
     except sqlite3.DatabaseError as exc:
         raise InputError(path, f"unreadable nsys SQLite export ({str(exc).strip()})") from None
-    kernels = kernels.astype({"start": "int64", "end": "int64", "stream": "int64"})
-    return RankTables(str(path), int(global_pid), pid_key & 0xFFFFFF, int(gpu), kernels, ranges, calls)
+    range_names, rows = ranges
+    codes = {n: i for i, n in enumerate(range_names)}
+    known = call_start != NO_CALL
+    if offset:
+        start += offset
+        end += offset
+        call_start[known] += offset
+    return RankRows(start, end, name.astype("int32"), names, call_start, call_tid,
+                    np.array([codes[r[0]] for r in rows], dtype="int32"), range_names,
+                    np.array([r[1] for r in rows], dtype="int64") + offset,
+                    np.array([r[2] for r in rows], dtype="int64") + offset,
+                    np.array([r[3] for r in rows], dtype="int64"))
+
+
+def _fetched(cursor: sqlite3.Cursor, count: int, width: int) -> list[np.ndarray]:
+    """The int64 columns of ``cursor``'s ``count`` rows of ``width`` integers, a chunk at a time."""
+    columns = [np.empty(count, dtype="int64") for _ in range(width)]
+    at = 0
+    while rows := cursor.fetchmany(_CHUNK):
+        chunk = np.array(rows, dtype="int64").reshape(len(rows), width)
+        for column, values in zip(columns, chunk.T, strict=True):
+            column[at:at + len(rows)] = values
+        at += len(rows)
+    if at != count:  # the file changed between the count and the read
+        raise sqlite3.DatabaseError(f"{count} kernel rows counted, {at} read")
+    return columns
+
+
+def _strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
+    """StringIds' values of ``ids`` (those it holds)."""
+    found: dict[int, str] = {}
+    wanted = [int(i) for i in ids if i >= 0]
+    for at in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
+        part = wanted[at:at + 900]
+        found.update(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})",
+                                  part).fetchall())
+    return found
+
+
+def _ranges(conn: sqlite3.Connection, pid_key: int, keep: Callable[[str], bool]) -> tuple[list[str], list[tuple]]:
+    """The names ``keep`` accepts among the process's closed NVTX push/pop and start/end ranges, and
+    those ranges (name, start, end, globalTid) in start, end order: the names first (one pass), then
+    only their ranges."""
+    name = "COALESCE(n.text, s.value)"
+    source = (f"FROM {NVTX_TABLE} AS n LEFT JOIN StringIds AS s ON s.id = n.textId WHERE n.globalTid >> 24 = ? "
+              f"AND n.eventType IN {_RANGE_TYPES} AND n.end IS NOT NULL")
+    names = [n for (n,) in conn.execute(f"SELECT DISTINCT {name} {source}", (pid_key,))
+             if n is not None and keep(str(n))]
+    rows: list[tuple] = []
+    for at in range(0, len(names), 900):
+        part = names[at:at + 900]
+        rows += conn.execute(f"SELECT {name}, n.start, n.end, n.globalTid {source} AND {name} IN "
+                             f"({','.join('?' * len(part))})", (pid_key, *part)).fetchall()
+    rows.sort(key=lambda r: (r[1], r[2]))
+    return names, rows
+
+
+#: window_calls' columns: the window (its thread, start, end), then each CUDA call overlapping it.
+WINDOW_CALL_COLUMNS = ["tid", "lo", "hi", "name", "start", "end"]
+
+
+def window_calls(path: str | Path, windows: Sequence[tuple[int, int, int]], offset: int = 0) -> pd.DataFrame:
+    """WINDOW_CALL_COLUMNS: the CUDA runtime and driver calls of thread ``tid`` that overlap
+    [lo, hi), per window (tid, lo, hi) given on a clock ``offset`` ns later than the file's (one
+    pass over the calls for all of them; a call in several windows is listed in each)."""
+    path = Path(path)
+    rows: list[tuple] = []
+    try:
+        with _connect(path) as conn:
+            if windows and RUNTIME_TABLE in _tables(conn):
+                test = " OR ".join(["(r.globalTid = ? AND r.end > ? AND r.start < ?)"] * len(windows))
+                args = [v for tid, lo, hi in windows for v in (int(tid), int(lo) - offset, int(hi) - offset)]
+                rows = conn.execute(f"SELECT s.value, r.start, r.end, r.globalTid FROM {RUNTIME_TABLE} AS r "
+                                    f"LEFT JOIN StringIds AS s ON s.id = r.nameId WHERE {test} ORDER BY r.start",
+                                    args).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(path, f"unreadable nsys SQLite export ({str(exc).strip()})") from None
+    calls = pd.DataFrame(rows, columns=["name", "start", "end", "tid"])
+    calls = calls.astype({"start": "int64", "end": "int64", "tid": "int64"})
+    calls["start"] += offset
+    calls["end"] += offset
+    found = [calls[(calls["tid"] == tid) & (calls["end"] > lo) & (calls["start"] < hi)].assign(lo=int(lo), hi=int(hi))
+             for tid, lo, hi in windows]
+    if not found:
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c != "name" else object) for c in WINDOW_CALL_COLUMNS})
+    return pd.concat(found, ignore_index=True)[WINDOW_CALL_COLUMNS]
 
 
 def order_ranks(processes: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -188,14 +305,3 @@ def order_ranks(processes: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     frame = frame.reset_index(drop=True)
     frame["rank"] = range(len(frame))
     return frame, source
-
-
-def shifted(tables: RankTables, offset: int) -> RankTables:
-    """``tables`` with every time ``offset`` ns later (onto another session's clock)."""
-    if not offset:
-        return tables
-    kernels = tables.kernels.assign(start=tables.kernels["start"] + offset, end=tables.kernels["end"] + offset,
-                                    call_start=tables.kernels["call_start"] + offset)
-    ranges = tables.ranges.assign(start=tables.ranges["start"] + offset, end=tables.ranges["end"] + offset)
-    calls = tables.calls.assign(start=tables.calls["start"] + offset, end=tables.calls["end"] + offset)
-    return RankTables(tables.path, tables.global_pid, tables.pid, tables.gpu, kernels, ranges, calls)
