@@ -296,8 +296,10 @@ def _ncu_passes_found(run: Path) -> list[Path]:
         return []
 
 
-def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path, index: int) -> VersionInputs:
-    """Read everything ``versions[index]`` of ``report_file`` names.
+def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path, index: int,
+                   operator_calls: bool = True) -> VersionInputs:
+    """Read everything ``versions[index]`` of ``report_file`` names (a run's operator calls only
+    with ``operator_calls``: ``op_calls`` and ``launch_calls`` are None without).
 
     Provenance paths are made relative to the report file's folder, so pages do not depend on where
     the checkout lives.
@@ -342,7 +344,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         configs.append(reading.launch_configs)
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
-        if (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
+        if operator_calls and (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
             joined, every = run_calls(found, sqlite, stages or (ALL_STAGES,),
                                       list(dict.fromkeys(reading.summary["name"])))
             op_calls.append(joined)
