@@ -71,3 +71,12 @@ def test_a_partial_version_refuses_what_it_left_out():
         with pytest.raises(LookupError, match="was not run"):
             read()
     assert registry.read_before(["like_with_like"], registry.discover()) == ("measured_stages",)
+
+
+def test_what_analyses_read_of_the_previous_version_is_declared_by_key():
+    found = registry.discover()
+    keys = {a.key for a in found}
+    declared = {a.key: a.previous for a in found if a.previous}
+    assert all("previous" in a.inputs for a in found if a.previous)
+    assert {k for reads in declared.values() for k in reads} <= keys
+    assert declared["stage_speed"] == ("launches", "stage_time") and declared["module_changes"] == ("module_tree",)
