@@ -80,3 +80,31 @@ def test_what_analyses_read_of_the_previous_version_is_declared_by_key():
     assert all("previous" in a.inputs for a in found if a.previous)
     assert {k for reads in declared.values() for k in reads} <= keys
     assert declared["stage_speed"] == ("launches", "stage_time") and declared["module_changes"] == ("module_tree",)
+
+
+def test_a_run_read_again_from_the_cache_is_not_decompressed(tmp_path, monkeypatch):
+    """The second compare or project of a run takes everything it reads from the build cache, its
+    ranks included: the export is neither decompressed nor queried again."""
+    from generator.pipeline.build_cache import BuildCache
+    from generator.pipeline.config import Inputs, VersionConfig
+    from generator.readers import nsys_ranks
+
+    run = RUNS / "compiled-block-h200"
+    store = BuildCache(tmp_path / "cache")
+
+    def read():
+        with pipeline_inputs.InputCache(store) as cache:
+            return pipeline_inputs.version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
+                                                  run / "manifest.json", 0, operator_calls=False)
+
+    first = read()
+    misses = store.misses
+
+    def refused(*_):
+        raise AssertionError("read again")
+
+    monkeypatch.setattr(pipeline_inputs.InputCache, "_plain_copy", refused)
+    monkeypatch.setattr(nsys_ranks, "rank_processes", refused)
+    again = read()
+    assert store.misses == misses and store.hits >= misses
+    assert again.kernel_summary.equals(first.kernel_summary) and again.launches.equals(first.launches)

@@ -194,8 +194,10 @@ class InputCache:
         return value
 
     def rank_processes(self, path: Path) -> pd.DataFrame:
-        """The ranks of an nsys SQLite export (readers.nsys_ranks.RANK_COLUMNS), ``path`` named."""
-        return self._on_plain(path, nsys_ranks.rank_processes).assign(path=str(path))
+        """The ranks of an nsys SQLite export (readers.nsys_ranks.RANK_COLUMNS), ``path`` named; stored,
+        as the reads are, so that an export read before is not decompressed again for them."""
+        found = self.store.get(path, "rank_processes", [], lambda: self._on_plain(path, nsys_ranks.rank_processes))
+        return found.assign(path=str(path))
 
     def rank(self, path: Path, global_pid: int, gpu: int) -> RankTables:
         """One rank's tables (readers.nsys_ranks.read_rank) of an nsys SQLite export."""
