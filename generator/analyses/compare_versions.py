@@ -133,4 +133,5 @@ def version_comparison(previous: VersionResult | None, version_id: str, ncu_metr
                                                    coverage))
 
 
-ANALYSES = [Analysis("comparison", version_comparison)]
+ANALYSES = [Analysis("comparison", version_comparison,
+                     previous=("ncu_metrics", "top_by_duration", "classification", "coverage"))]

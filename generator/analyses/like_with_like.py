@@ -124,4 +124,4 @@ def version_like_with_like(previous: VersionResult | None, inputs: VersionInputs
 
 
 ANALYSES = [Analysis("measured_stages", measured_stages),
-            Analysis("like_with_like", version_like_with_like)]
+            Analysis("like_with_like", version_like_with_like, previous=("measured_stages",))]

@@ -259,4 +259,4 @@ def version_module_changes(previous: VersionResult | None, module_tree: ModulesR
 
 
 ANALYSES = [Analysis("module_tree", version_module_tree), Analysis("modules", version_modules, publish=True),
-            Analysis("module_changes", version_module_changes)]
+            Analysis("module_changes", version_module_changes, previous=("module_tree",))]

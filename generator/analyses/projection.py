@@ -372,19 +372,20 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
         shortest = (target.get("launch_latency_us") - source.get("launch_latency_us")) * 1e3
         shortest = shortest if shortest == shortest else 0.0
     ratios = _kernel_ratios(terms, source, target, ranges, model)
+    by_kernel = dict(zip(ratios.index, ratios.to_dict("records")))  # (stage, name) → its ratios, looked up fast
     kernel_rows, stage_rows, notes = [], [], []
     gaps = spans.set_index("stage")["idle_ns"] if len(spans) and "idle_ns" in spans else pd.Series(dtype=float)
     for stage in stages:
         rows = summary[summary["stage"] == stage].sort_values(["total_ns", "name"], ascending=[False, True])
-        known = [(name, ns) for name, ns in zip(rows["name"], rows["total_ns"]) if (stage, name) in ratios.index]
+        known = [(name, ns) for name, ns in zip(rows["name"], rows["total_ns"]) if (stage, name) in by_kernel]
         measured_known = sum(ns for _, ns in known)
-        mix = {col: (sum(ns * ratios.at[(stage, name), col] for name, ns in known) / measured_known
+        mix = {col: (sum(ns * by_kernel[(stage, name)][col] for name, ns in known) / measured_known
                      if measured_known else math.nan) for col in ("point", "low", "high")}
         if not measured_known and len(rows):
             notes.append(f"stage {stage}: no launch profiled with DRAM bytes and peaks, not projected")
         for row in rows.itertuples(index=False):
-            hit = (stage, row.name) in ratios.index
-            r = ratios.loc[(stage, row.name)] if hit else mix
+            hit = (stage, row.name) in by_kernel
+            r = by_kernel[(stage, row.name)] if hit else mix
             fixed = row.count * shortest
             kernel_rows.append({
                 "stage": stage, "name": row.name, "launches": int(row.count), "measured_ns": float(row.total_ns),

@@ -16,9 +16,12 @@ How to add an analysis (nothing else to edit):
    (anything else) beside the version's pages and lists it on the downloads page
    (generator.render.data_files writes it; the downloads page's description is the word
    ``downloads.<key>`` of generator/templates/i18n/<lang>.yaml, the key itself when absent).
+   An analysis reading ``previous`` names the previous version's results it reads in
+   ``previous=(...)`` (keys of analyses): a partial run (:func:`needed`) computes them there.
 
 :func:`analyze` runs every discovered analysis once, each after the ones it reads; a missing input
-or a cycle is an error naming the analysis. Analyses never write files nor render text.
+or a cycle is an error naming the analysis. Analyses never write files nor render text. A command
+that reads a few results runs only those and the ones they read (:func:`needed`).
 """
 from __future__ import annotations
 
@@ -42,6 +45,8 @@ class Analysis:
     key: str
     function: Callable[..., Any]
     publish: bool = False
+    #: the keys of the previous version's results it reads (``previous.values`` and its fields)
+    previous: tuple[str, ...] = ()
 
     @cached_property
     def inputs(self) -> tuple[str, ...]:
@@ -112,3 +117,26 @@ def not_reading(name: str, analyses: Iterable[Analysis]) -> list[Analysis]:
         if reading.intersection(analysis.inputs):
             reading.add(analysis.key)
     return [a for a in ordered if a.key not in reading]
+
+
+def needed(keys: Iterable[str], analyses: Iterable[Analysis]) -> list[Analysis]:
+    """The ``analyses`` that ``keys`` name and every one they read, directly or through another, in
+    the order of :func:`in_order`; an unknown key is an error."""
+    ordered = in_order(analyses)
+    by_key = {a.key: a for a in ordered}
+    unknown = sorted(set(keys) - set(by_key))
+    if unknown:
+        raise ValueError(f"no analysis {', '.join(unknown)}")
+    wanted, pending = set(), list(keys)
+    while pending:
+        key = pending.pop()
+        if key in by_key and key not in wanted:
+            wanted.add(key)
+            pending += by_key[key].inputs
+    return [a for a in ordered if a.key in wanted]
+
+
+def read_before(keys: Iterable[str], analyses: Iterable[Analysis]) -> tuple[str, ...]:
+    """The previous version's results that the analyses :func:`needed` for ``keys`` read
+    (their ``previous`` declarations), in declaration order."""
+    return tuple(dict.fromkeys(k for a in needed(keys, analyses) if "previous" in a.inputs for k in a.previous))

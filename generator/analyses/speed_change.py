@@ -273,7 +273,10 @@ def kernel_summary_of(inputs: VersionInputs) -> pd.DataFrame:
 
 ANALYSES = [Analysis("kernel_summary", kernel_summary_of),
             Analysis("launches", launches_of),
-            Analysis("timer_tick", version_timer_tick),
-            Analysis("stage_speed", version_stage_speed, publish=True),
-            Analysis("kernel_speed", version_kernel_speed, publish=True),
-            Analysis("kernel_changes", version_kernel_changes, publish=True)]
+            Analysis("timer_tick", version_timer_tick, previous=("launches",)),
+            Analysis("stage_speed", version_stage_speed, publish=True,
+                     previous=("launches", "stage_time")),
+            Analysis("kernel_speed", version_kernel_speed, publish=True,
+                     previous=("launches", "names")),
+            Analysis("kernel_changes", version_kernel_changes, publish=True,
+                     previous=("kernel_summary", "names"))]

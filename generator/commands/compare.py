@@ -44,6 +44,9 @@ NAME_SHOWN = 60
 #: exit status per speed_change.stage_gate status (2: bad input)
 EXIT = {"ok": 0, "not compared": 0, "fail": 1, "not judged": 3}
 ONE_SIDE_SHOWN = 10  # kernels added or removed listed in the console (--json has all)
+#: the analyses of the current capture the comparison reads; only these, those they read and what
+#: they read of the baseline (registry.read_before) run, not a site build's whole set
+READS = ("like_with_like", "stage_speed", "kernel_speed", "kernel_changes", "comparison", "ncu_metrics", "ranks")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,14 +165,15 @@ class Verdicts:
 
 def _verdicts(baseline: Side, current: Side) -> Verdicts | None:
     """The current run analysed against the baseline run as a site build analyses two versions
-    (analyze_version with the previous version); None unless both sides are capture runs."""
+    (analyze_version with the previous version), READS only; None unless both sides are capture runs."""
     if baseline.inputs is None or current.inputs is None:
         return None
     from generator.analyses.version import AnalysisSettings, analyze_version
 
-    before = analyze_version(baseline.version_id, baseline.inputs, AnalysisSettings(), alone=baseline.alone)
+    before = analyze_version(baseline.version_id, baseline.inputs, AnalysisSettings(), alone=baseline.alone,
+                             keys=side_reads())
     result = analyze_version(current.version_id, current.inputs, AnalysisSettings(), previous=before,
-                             alone=current.alone)
+                             alone=current.alone, keys=READS)
     comparison = result.values.get("comparison") or {}
     return Verdicts(result.values["like_with_like"], result.values["stage_speed"], result.values["kernel_speed"],
                     result.values["kernel_changes"], comparison.get("longest_kernel"), baseline.inputs.launches, current.inputs.launches)
@@ -282,8 +286,16 @@ def _per_kernel(metrics: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def side_reads() -> tuple[str, ...]:
+    """The analyses either side needs: READS, and what they read of the previous version."""
+    from generator.analyses import registry
+
+    return tuple(dict.fromkeys(READS + registry.read_before(READS, registry.discover())))
+
+
 def _from_run(run: Path) -> Side:
-    """A capture run read and analysed as a site build reads and analyses a version of one run."""
+    """A capture run read and analysed as a site build reads and analyses a version of one run
+    (:func:`side_reads` only; operator calls are not read: no analysis of them is)."""
     from generator.analyses.version import AnalysisSettings, analyze_alone
     from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.config import Inputs, VersionConfig
@@ -291,8 +303,8 @@ def _from_run(run: Path) -> Side:
 
     with InputCache(BuildCache(default_root())) as cache:  # what a build or an earlier compare read
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
-                                run / MANIFEST, 0)
-    alone = analyze_alone(run.name, inputs, AnalysisSettings())
+                                run / MANIFEST, 0, operator_calls=False)
+    alone = analyze_alone(run.name, inputs, AnalysisSettings(), keys=side_reads())
     return Side(_per_kernel(alone["ncu_metrics"]), _identity(inputs.gpus), inputs, alone, run.name,
                 alone.get("ranks"))
 

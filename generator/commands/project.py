@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_version(report: Path, version_id: str) -> VersionInputs:
-    """A report.yaml version's inputs."""
+    """A report.yaml version's inputs (operator calls not read: no projection reads them)."""
     from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.config import load_report
     from generator.pipeline.inputs import InputCache, version_inputs
@@ -56,7 +56,8 @@ def read_version(report: Path, version_id: str) -> VersionInputs:
     if version_id not in ids:
         raise InputError(report, f"no version {version_id!r} (versions: {', '.join(ids)})")
     with InputCache(BuildCache(default_root())) as cache:
-        return version_inputs(config.versions[ids.index(version_id)], cache, report, ids.index(version_id))
+        return version_inputs(config.versions[ids.index(version_id)], cache, report, ids.index(version_id),
+                              operator_calls=False)
 
 
 def run(args: argparse.Namespace) -> int:

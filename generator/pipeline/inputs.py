@@ -194,8 +194,10 @@ class InputCache:
         return value
 
     def rank_processes(self, path: Path) -> pd.DataFrame:
-        """The ranks of an nsys SQLite export (readers.nsys_ranks.RANK_COLUMNS), ``path`` named."""
-        return self._on_plain(path, nsys_ranks.rank_processes).assign(path=str(path))
+        """The ranks of an nsys SQLite export (readers.nsys_ranks.RANK_COLUMNS), ``path`` named; stored,
+        as the reads are, so that an export read before is not decompressed again for them."""
+        found = self.store.get(path, "rank_processes", [], lambda: self._on_plain(path, nsys_ranks.rank_processes))
+        return found.assign(path=str(path))
 
     def rank_rows(self, path: Path, global_pid: int, gpu: int, keep_range: Callable[[str], bool],
                   offset: int = 0) -> nsys_ranks.RankRows:
@@ -300,8 +302,10 @@ def _ncu_passes_found(run: Path) -> list[Path]:
         return []
 
 
-def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path, index: int) -> VersionInputs:
-    """Read everything ``versions[index]`` of ``report_file`` names.
+def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path, index: int,
+                   operator_calls: bool = True) -> VersionInputs:
+    """Read everything ``versions[index]`` of ``report_file`` names (a run's operator calls only
+    with ``operator_calls``: ``op_calls`` and ``launch_calls`` are None without).
 
     Provenance paths are made relative to the report file's folder, so pages do not depend on where
     the checkout lives.
@@ -346,7 +350,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         configs.append(reading.launch_configs)
         others.append(nsys)
         metrics += [cache.read(path) for path in ncu_passes(run)]
-        if (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
+        if operator_calls and (found := calls_file(run)) is not None:  # shapes recorded: the call of each profiled launch
             joined, every = run_calls(found, sqlite, stages or (ALL_STAGES,),
                                       list(dict.fromkeys(reading.summary["name"])))
             op_calls.append(joined)
