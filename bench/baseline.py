@@ -1,6 +1,6 @@
 """Reading a 10 M-launch export and building one version, against an earlier commit: CPU and peak RSS.
 
-    .venv/bin/python bench/baseline.py [--commit 835b7f8] [--rounds 3] [--rows 10000000]
+    .venv/bin/python bench/baseline.py [--commit 835b7f8] [--rounds 3] [--rows 10000000] [--only build]
 
 Unpacks ``--commit`` (default: the last commit of main up to 2026-11-28, issue 46's baseline) with
 ``git archive`` into a temporary folder and builds the export as bench/ingest.py does (kernel rows
@@ -9,7 +9,8 @@ one (from its own tree, PYTHONPATH set to it, KERNEL_REPORT_CACHE=off), under /u
 ``python -m generator inspect EXPORT`` and ``python -m generator build PAIR.yaml --out …``, a
 one-version report of tests/data/h200-small's nsys export and ncu report. It prints every run
 (wall, user, sys, peak RSS, load average), the medians and their ratios, and whether both trees
-printed the same inspect output. Everything it made is deleted.
+printed the same inspect output. ``--only inspect`` or ``--only build`` runs that command alone (the
+export is made only for ``inspect``). Everything it made is deleted.
 Targets (issue 46): ≤ 1.0× CPU time (user + sys: the machine is shared), ≤ 256 MiB peak RSS.
 """
 from __future__ import annotations
@@ -56,7 +57,9 @@ def main() -> int:
     parser.add_argument("--commit", default="835b7f8")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--only", choices=("inspect", "build"))
     args = parser.parse_args()
+    commands = (args.only,) if args.only else ("inspect", "build")
     with tempfile.TemporaryDirectory(prefix="kernel-report-baseline-", dir="/tmp") as tmp:
         tmp_path = Path(tmp)
         before = tmp_path / "before"
@@ -65,13 +68,16 @@ def main() -> int:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(before, filter="data")
         export = tmp_path / "bench.sqlite"
-        launches = ingest.build(ingest.DEFAULT_SOURCE, export, args.rows, 0)
         (tmp_path / "pair.yaml").write_text(PAIR)
-        print(f"{args.commit} vs {ROOT}; export {launches:,} launches, {export.stat().st_size / 2**20:,.0f} MiB")
+        if "inspect" in commands:
+            launches = ingest.build(ingest.DEFAULT_SOURCE, export, args.rows, 0)
+            print(f"{args.commit} vs {ROOT}; export {launches:,} launches, {export.stat().st_size / 2**20:,.0f} MiB")
+        else:
+            print(f"{args.commit} vs {ROOT}")
         runs: dict[tuple[str, str], list[list[float]]] = {}
         printed: dict[str, set[str]] = {"inspect": set()}
         for _ in range(args.rounds):
-            for what in ("inspect", "build"):
+            for what in commands:
                 for label, tree in (("before", before), ("after", ROOT)):
                     site = tmp_path / f"site-{label}"
                     for folder in (site, site.with_name(site.name + "_src")):  # every build from nothing
@@ -84,14 +90,15 @@ def main() -> int:
                     runs.setdefault((what, label), []).append(figures)
                     print(f"{what:8s} {label:7s} wall {figures[0]:6.2f} s  user {figures[1]:6.2f} s  sys "
                           f"{figures[2]:5.2f} s  peak RSS {figures[3]:5.0f} MiB  load {figures[4]:.1f}", flush=True)
-    for what in ("inspect", "build"):
+    for what in commands:
         med = {label: [statistics.median(r[i] for r in runs[(what, label)]) for i in range(4)]
                for label in ("before", "after")}
         cpu = {label: statistics.median(r[1] + r[2] for r in runs[(what, label)]) for label in med}
         print(f"{what}: median CPU {cpu['before']:.2f} → {cpu['after']:.2f} s ({cpu['after'] / cpu['before']:.2f}×), "
               f"peak RSS {med['before'][3]:.0f} → {med['after'][3]:.0f} MiB "
               f"({med['after'][3] / med['before'][3]:.2f}×), wall {med['before'][0]:.2f} → {med['after'][0]:.2f} s")
-    print(f"inspect printed the same in both trees: {len(printed['inspect']) == 1}")
+    if "inspect" in commands:
+        print(f"inspect printed the same in both trees: {len(printed['inspect']) == 1}")
     return 0
 
 

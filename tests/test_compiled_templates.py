@@ -61,3 +61,40 @@ def test_an_edited_template_or_a_damaged_file_compiles_anew(tmp_path: Path, comp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(stored) in err[0] and "compiled again" in err[0]
     assert len(compiles) == 3
+
+
+def test_a_one_version_build_compiles_only_the_templates_it_renders(tmp_path: Path, compiles: list[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """h200-small's nsys export and ncu report as one version, built in this process: the pages of a
+    single version (no comparison, sweep or what-if page), the findings that fired and the theme
+    templates MkDocs renders are compiled; the rest never (issue 46: compiling them all cost 0.5 s
+    of CPU)."""
+    import generator.pipeline.build as build
+    import generator.pipeline.inputs as inputs
+    from generator.render import findings, pages
+    from generator.render.compiled_templates import COMPILED
+
+    data = Path(__file__).resolve().parent / "data" / "h200-small"
+    report = tmp_path / "report.yaml"
+    report.write_text(f"""id: pair
+title: {{en: "h200-small", zh: "h200-small"}}
+versions:
+  - id: v1
+    title: {{en: "v1", zh: "v1"}}
+    date: 2026-11-20
+    inputs:
+      nsys: [{data / "small_vlm.nsys.sqlite.xz"}]
+      ncu: [{data / "small_vlm_prefill.ncu-rep.xz"}]
+""", encoding="utf-8")
+    monkeypatch.setattr(build, "fork_safe", lambda: False)
+    monkeypatch.setattr(inputs, "can_fork", lambda: False)
+    monkeypatch.setattr(COMPILED, "_code", {})  # nothing compiled by earlier tests of this process
+    for env in (pages._env, findings._env):
+        env.cache_clear()
+    build.build_site([report], tmp_path / "site", tmp_path / "src")
+    for env in (pages._env, findings._env):
+        env.cache_clear()
+    assert (tmp_path / "site" / "v1" / "index.html").is_file()
+    assert {"index.md.j2", "findings.md.j2", "main.html", "base.html"} <= set(compiles)
+    assert not {"comparison.md.j2", "sweep.md.j2", "what-if.md.j2", "blog.html"} & set(compiles)
+    assert len(compiles) < 100  # of 147 when every template was compiled

@@ -11,14 +11,12 @@ import csv
 import functools
 from pathlib import Path
 
-import yaml
-
 from generator.metric_table import CANONICAL_METRICS
 from generator.model import ReportMeta
 from generator.render.data_files import DATA_FILES
 from generator.render.markdown import escape_text
 from generator.render.translations import translator
-from generator.resources import TEMPLATES
+from generator.resources import TEMPLATES, read_yaml
 
 LLMS_TXT = "llms.txt"
 #: the pages each version line links, in this order (Overview first)
@@ -39,7 +37,7 @@ NOTES = (
 
 @functools.cache
 def _column_words() -> dict[str, dict[str, str]]:
-    words = yaml.safe_load((TEMPLATES / "data_columns.yaml").read_text(encoding="utf-8"))
+    words = read_yaml(TEMPLATES / "data_columns.yaml")
     words["ncu_metrics"] = {**{m.name: f"mean over the kernel's profiled launches of ncu's `{m.ncu_metrics[0]}` "
                                        f"({m.unit})" if m.ncu_metrics else f"mean over the kernel's profiled "
                                        f"launches ({m.unit}, derived from ncu metrics)" for m in CANONICAL_METRICS},
