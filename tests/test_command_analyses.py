@@ -114,3 +114,27 @@ def test_a_run_read_again_from_the_cache_is_not_decompressed(tmp_path, monkeypat
     again = read()
     assert store.misses == misses and store.hits >= misses
     assert again.kernel_summary.equals(first.kernel_summary) and again.launches.equals(first.launches)
+
+
+def test_compare_reuses_a_builds_reading_of_the_stages(tmp_path):
+    """A reading with module attribution, stored by a build, serves compare and project (which read
+    without) from the cache; theirs is stored apart and never serves a build."""
+    from generator.pipeline.build_cache import BuildCache
+    from generator.pipeline.config import Inputs, VersionConfig
+
+    run = RUNS / "compiled-block-h200"
+    store = BuildCache(tmp_path / "cache")
+
+    def read(modules):
+        with pipeline_inputs.InputCache(store) as cache:
+            return pipeline_inputs.version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
+                                                  run / "manifest.json", 0, operator_calls=False, modules=modules)
+
+    alone = read(False)
+    assert alone.module_kernels is None and alone.module_form is None and alone.module_classes == {}
+    misses = store.misses
+    built = read(True)
+    assert store.misses == misses + 1 and built.module_kernels is not None and len(built.module_kernels)
+    again = read(False)
+    assert store.misses == misses + 1 and again.module_kernels is None
+    assert again.kernel_summary.equals(alone.kernel_summary) and again.launches.equals(alone.launches)

@@ -135,13 +135,14 @@ class InputCache:
     def stages(self, path: Path, stages: tuple[str, ...], modules: bool = True) -> StageReading:
         """Kernel summaries, range instances, CUDA graph and timeline figures and (with ``modules``)
         module attribution of ``stages`` (ALL_STAGES included) of an nsys SQLite export, read in one
-        pass (nsys_sqlite.read_stages)."""
+        pass (nsys_sqlite.read_stages). Without ``modules`` a reading with them, stored by a build, is
+        taken as it is; one read now is stored under a key of its own."""
         key = (path.resolve(), stages, modules)
         if key not in self._stages:
-            # stored apart: a build's entries (with modules) keep their key
-            call = "read_stages" if modules else "read_stages_without_modules"
+            full = modules or self.store.holds(path, "read_stages", list(stages))
+            call = "read_stages" if full else "read_stages_without_modules"
             self._stages[key] = self.store.get(path, call, list(stages), lambda: self._on_plain(
-                path, lambda plain: read_stages(plain, list(stages), modules)))
+                path, lambda plain: read_stages(plain, list(stages), full)))
         return self._stages[key]
 
     def workload_stages(self, path: Path) -> list[str]:
@@ -410,9 +411,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
         stage_sources=sources,
-        module_form=next((m.form for m in attributed if m.form is not None), None),
+        module_form=next((m.form for m in attributed if m.form is not None), None) if modules else None,
         module_kernels=pd.concat([m.kernels for m in attributed], ignore_index=True) if attributed and modules else None,
-        module_classes={k: v for m in attributed for k, v in m.classes.items()},
+        module_classes={k: v for m in attributed for k, v in m.classes.items()} if modules else {},
         graphs=_per_stage(graphs, GRAPH_COLUMNS),
         timeline=_timeline(timelines, bool(version.runs)),
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)
