@@ -1,6 +1,6 @@
 """`compare` and `project` compute only what they read (issue 46): a comparison runs the analyses
 compare.READS names and those they read, of the baseline what those read of the previous version,
-never a site build's whole set; neither command reads a run's operator calls."""
+never a site build's whole set; neither command reads a run's operator calls or its kernels' module attribution."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,6 +12,7 @@ from generator.analyses.version import AnalysisSettings, LeftOut, analyze_versio
 from generator.cli import main
 from generator.commands.compare import compare_paths
 from generator.pipeline import inputs as pipeline_inputs
+from generator.readers import nsys_sqlite
 
 RUNS = Path(__file__).resolve().parent.parent / "examples" / "runs"
 #: what each side of a comparison computes: compare.READS (stage_speed, …), what they read
@@ -23,7 +24,8 @@ AGAINST_BASELINE = {"gpu_change", "like_with_like", "stage_speed", "kernel_speed
 
 @pytest.fixture
 def executed(monkeypatch) -> list[str]:
-    """The keys of the analyses run (registry.analyze), and operator calls made unreadable."""
+    """The keys of the analyses run (registry.analyze), and operator calls and module attribution made
+    unreadable."""
     ran: list[str] = []
     analyze = registry.analyze
 
@@ -35,8 +37,12 @@ def executed(monkeypatch) -> list[str]:
     def no_calls(*_):
         raise AssertionError("operator calls read")
 
+    def no_modules(*_):
+        raise AssertionError("module attribution read")
+
     monkeypatch.setattr(registry, "analyze", spy)
     monkeypatch.setattr(pipeline_inputs, "run_calls", no_calls)
+    monkeypatch.setattr(nsys_sqlite, "_module_kernels", no_modules)
     return ran
 
 
@@ -47,10 +53,10 @@ def test_compare_runs_only_the_analyses_it_reads(executed):
     # each side's, then the verdicts: the baseline's (against no version: empty) and the current one's
     assert sorted(executed) == sorted([*ALONE, *ALONE, *AGAINST_BASELINE, *AGAINST_BASELINE])
     assert len(registry.discover()) > len(ALONE | AGAINST_BASELINE) + 10  # a build runs many more
-    assert compared.baseline.inputs.op_calls is None
+    assert compared.baseline.inputs.op_calls is None and compared.baseline.inputs.module_kernels is None
 
 
-def test_project_runs_no_analysis_and_reads_no_operator_calls(executed, tmp_path):
+def test_project_runs_no_analysis_and_reads_no_operator_calls_or_modules(executed, tmp_path):
     run = RUNS / "compiled-block-h200"
     assert (run / "ops" / "calls.csv").is_file()  # recorded, and not read
     assert main(["project", str(run), "--chip", "h100-sxm", "--json", str(tmp_path / "p.json")]) == 0
@@ -108,3 +114,27 @@ def test_a_run_read_again_from_the_cache_is_not_decompressed(tmp_path, monkeypat
     again = read()
     assert store.misses == misses and store.hits >= misses
     assert again.kernel_summary.equals(first.kernel_summary) and again.launches.equals(first.launches)
+
+
+def test_compare_reuses_a_builds_reading_of_the_stages(tmp_path):
+    """A reading with module attribution, stored by a build, serves compare and project (which read
+    without) from the cache; theirs is stored apart and never serves a build."""
+    from generator.pipeline.build_cache import BuildCache
+    from generator.pipeline.config import Inputs, VersionConfig
+
+    run = RUNS / "compiled-block-h200"
+    store = BuildCache(tmp_path / "cache")
+
+    def read(modules):
+        with pipeline_inputs.InputCache(store) as cache:
+            return pipeline_inputs.version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
+                                                  run / "manifest.json", 0, operator_calls=False, modules=modules)
+
+    alone = read(False)
+    assert alone.module_kernels is None and alone.module_form is None and alone.module_classes == {}
+    misses = store.misses
+    built = read(True)
+    assert store.misses == misses + 1 and built.module_kernels is not None and len(built.module_kernels)
+    again = read(False)
+    assert store.misses == misses + 1 and again.module_kernels is None
+    assert again.kernel_summary.equals(alone.kernel_summary) and again.launches.equals(alone.launches)

@@ -132,3 +132,17 @@ def test_the_same_inputs_give_the_same_numbers() -> None:
     a, b = _launches(40), _launches(41, median=10_300.0)
     assert ls.median_change(a, b, TICK) == ls.median_change(a, b, TICK)
     assert ls.total_change([a, b], [b, a * 1.01], TICK) == ls.total_change([a, b], [b, a * 1.01], TICK)
+
+
+@pytest.mark.parametrize(("n_before", "n_after", "chunk"), [(400, 401, ls.CHUNK), (7, 12, ls.CHUNK), (40, 30, 25_000)])
+def test_the_median_interval_is_scipys_to_the_bit(monkeypatch: pytest.MonkeyPatch, n_before: int, n_after: int,
+                                                  chunk: int) -> None:
+    """The interval written out in numpy is scipy.stats.bootstrap's (same draws, same quantile
+    arithmetic), in one draw and in batches (a small CHUNK), on floats and on integer durations."""
+    monkeypatch.setattr(ls, "CHUNK", chunk)
+    for seed in range(4):
+        before, after = _launches(seed, n_before, sigma=0.2), _launches(seed + 50, n_after, sigma=0.2)
+        for cast in (np.float64, np.int64):
+            b, a = before.astype(cast), after.astype(cast)
+            batch = None if ls.RESAMPLES * max(n_before, n_after) <= chunk else max(1, chunk // max(n_before, n_after))
+            assert ls.median_ratio_interval(b, a) == ls._scipy_median_ratio_interval(b, a, batch)

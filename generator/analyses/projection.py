@@ -357,12 +357,14 @@ def _kernel_ratios(terms: pd.DataFrame, source: Chip, target: Chip, ranges: bool
 
 
 def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, stages: list[str],
-            source: Chip, target: Chip, ranges: bool = True, model: str = MODEL) -> Projection:
+            source: Chip, target: Chip, ranges: bool = True, model: str = MODEL,
+            terms: pd.DataFrame | None = None) -> Projection:
     """The projection of a version (its nsys kernel summary, its ncu launches joined to it —
     analyses.join.attach_stage_time —, its stage spans) onto ``target``, ``source`` being the basis
     of the captured GPU (reference_chip); ``ranges=False`` skips the low–high ends. The kernel
-    model adds the change of the shortest kernel to each nsys launch, profiled or not."""
-    terms = launch_terms(metrics, source)
+    model adds the change of the shortest kernel to each nsys launch, profiled or not. ``terms``:
+    :func:`launch_terms` of ``metrics`` and ``source`` computed before (sweeps reuse them)."""
+    terms = launch_terms(metrics, source) if terms is None else terms.copy()
     shortest = 0.0
     if model == KERNEL_MODEL:
         from generator.analyses.naming import name_kernels
@@ -408,9 +410,10 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
 
 
 def stage_times(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str], source: Chip,
-                target: Chip) -> dict[str, float]:
-    """Projected kernel time per stage (ns) only: what the sensitivity sweeps call many times."""
-    projection = project(summary, metrics, pd.DataFrame(), stages, source, target, ranges=False)
+                target: Chip, terms: pd.DataFrame | None = None) -> dict[str, float]:
+    """Projected kernel time per stage (ns) only: what the sensitivity sweeps call many times, with
+    the :func:`launch_terms` of ``metrics`` and ``source`` computed once."""
+    projection = project(summary, metrics, pd.DataFrame(), stages, source, target, ranges=False, terms=terms)
     return dict(zip(projection.stages["stage"], projection.stages["projected_ns"]))
 
 
@@ -421,10 +424,11 @@ def sensitivity(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str],
                 base: Chip) -> pd.DataFrame:
     """Per stage and SENSITIVITY variant of ``base``: the projected kernel time and its change
     from ``base``'s projection (percent)."""
-    reference = stage_times(summary, metrics, stages, source, base)
+    terms = launch_terms(metrics, source)  # the same for every variant
+    reference = stage_times(summary, metrics, stages, source, base, terms)
     rows = []
     for parameter, factor in SENSITIVITY:
-        times = stage_times(summary, metrics, stages, source, base.scaled(PARAMETERS[parameter], factor))
+        times = stage_times(summary, metrics, stages, source, base.scaled(PARAMETERS[parameter], factor), terms)
         for stage in stages:
             ref = reference[stage]
             rows.append({"stage": stage, "parameter": parameter, "factor": factor, "projected_ns": times[stage],
@@ -453,14 +457,15 @@ def smallest_chip(summary: pd.DataFrame, metrics: pd.DataFrame, stage: str, sour
     groups = {name: PARAMETERS[name] for name in parameters}
     groups["together"] = tuple(k for name in parameters for k in PARAMETERS[name])
     found: dict[str, float | None] = {}
-    if math.isnan(stage_times(summary, metrics, [stage], source, base)[stage]):
+    terms = launch_terms(metrics, source)  # the same for every chip tried
+    if math.isnan(stage_times(summary, metrics, [stage], source, base, terms)[stage]):
         return dict.fromkeys(groups)  # the stage is not projected
     for name, keys in groups.items():
         best = None
         for factor in SHRINK:
             rates = tuple(k for k in keys if k != "launch_latency_us")
             chip = base.scaled(rates, factor).scaled(set(keys) - set(rates), 1.0 / factor)
-            if stage_times(summary, metrics, [stage], source, chip)[stage] > limit:
+            if stage_times(summary, metrics, [stage], source, chip, terms)[stage] > limit:
                 break
             best = factor
         found[name] = best

@@ -295,7 +295,8 @@ def side_reads() -> tuple[str, ...]:
 
 def _from_run(run: Path) -> Side:
     """A capture run read and analysed as a site build reads and analyses a version of one run
-    (:func:`side_reads` only; operator calls are not read: no analysis of them is)."""
+    (:func:`side_reads` only; operator calls and module attribution are not read: no analysis
+    of them is)."""
     from generator.analyses.version import AnalysisSettings, analyze_alone
     from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.config import Inputs, VersionConfig
@@ -303,7 +304,7 @@ def _from_run(run: Path) -> Side:
 
     with InputCache(BuildCache(default_root())) as cache:  # what a build or an earlier compare read
         inputs = version_inputs(VersionConfig.model_construct(runs=[run], inputs=Inputs()), cache,
-                                run / MANIFEST, 0, operator_calls=False)
+                                run / MANIFEST, 0, operator_calls=False, modules=False)
     alone = analyze_alone(run.name, inputs, AnalysisSettings(), keys=side_reads())
     return Side(_per_kernel(alone["ncu_metrics"]), _identity(inputs.gpus), inputs, alone, run.name,
                 alone.get("ranks"))

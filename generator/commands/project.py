@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_version(report: Path, version_id: str) -> VersionInputs:
-    """A report.yaml version's inputs (operator calls not read: no projection reads them)."""
+    """A report.yaml version's inputs (operator calls and module attribution not read: no projection
+    reads them)."""
     from generator.pipeline.build_cache import BuildCache, default_root
     from generator.pipeline.config import load_report
     from generator.pipeline.inputs import InputCache, version_inputs
@@ -57,7 +58,7 @@ def read_version(report: Path, version_id: str) -> VersionInputs:
         raise InputError(report, f"no version {version_id!r} (versions: {', '.join(ids)})")
     with InputCache(BuildCache(default_root())) as cache:
         return version_inputs(config.versions[ids.index(version_id)], cache, report, ids.index(version_id),
-                              operator_calls=False)
+                              operator_calls=False, modules=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -133,13 +133,13 @@ def shipped_chips() -> list[Chip]:
 
 
 def read_run(path: Path) -> VersionInputs:
-    """A capture run directory's inputs, as a one-run version, its operator calls not read (no
-    projection reads them)."""
+    """A capture run directory's inputs, as a one-run version, its operator calls and module
+    attribution not read (no projection reads them)."""
     if not (path / MANIFEST).is_file():
         raise InputError(path, "not a capture run directory (no manifest.json)")
     with InputCache(BuildCache(default_root())) as cache:  # what a build or an earlier command read
         return version_inputs(VersionConfig.model_construct(runs=[path], inputs=Inputs()), cache, path / MANIFEST, 0,
-                              operator_calls=False)
+                              operator_calls=False, modules=False)
 
 
 def check_of(run: Path) -> Check:

@@ -80,7 +80,7 @@ class InputCache:
         self._tmp = TempDir("kernel-report-inputs-")
         self._plain: dict[Path, Path] = {}
         self._datasets: dict[tuple[Path, str | None], Dataset] = {}
-        self._stages: dict[tuple[Path, tuple[str, ...]], StageReading] = {}
+        self._stages: dict[tuple[Path, tuple[str, ...], bool], StageReading] = {}
         self._facts: dict[Path, Dataset] = {}
         self._ahead = Forks(1, here=not can_fork(), niceness=AHEAD_NICENESS)
         self._beside = Forks(1, here=not can_fork())  # an nsys export's facts, read beside its stages
@@ -132,13 +132,17 @@ class InputCache:
         the other, all of them, as the parent asks for each in turn."""
         return {path: self._counted(functools.partial(self._stored_read, path, None)) for path in paths}
 
-    def stages(self, path: Path, stages: tuple[str, ...]) -> StageReading:
-        """Kernel summaries, range instances, CUDA graph and timeline figures and module attribution of
-        ``stages`` (ALL_STAGES included) of an nsys SQLite export, read in one pass (nsys_sqlite.read_stages)."""
-        key = (path.resolve(), stages)
+    def stages(self, path: Path, stages: tuple[str, ...], modules: bool = True) -> StageReading:
+        """Kernel summaries, range instances, CUDA graph and timeline figures and (with ``modules``)
+        module attribution of ``stages`` (ALL_STAGES included) of an nsys SQLite export, read in one
+        pass (nsys_sqlite.read_stages). Without ``modules`` a reading with them, stored by a build, is
+        taken as it is; one read now is stored under a key of its own."""
+        key = (path.resolve(), stages, modules)
         if key not in self._stages:
-            self._stages[key] = self.store.get(path, "read_stages", list(stages), lambda: self._on_plain(
-                path, lambda plain: read_stages(plain, list(stages))))
+            full = modules or self.store.holds(path, "read_stages", list(stages))
+            call = "read_stages" if full else "read_stages_without_modules"
+            self._stages[key] = self.store.get(path, call, list(stages), lambda: self._on_plain(
+                path, lambda plain: read_stages(plain, list(stages), full)))
         return self._stages[key]
 
     def workload_stages(self, path: Path) -> list[str]:
@@ -153,17 +157,18 @@ class InputCache:
             self._facts[key] = read_from(dataset, path) if path.suffix in COMPRESSED else dataset
         return self._facts[key]
 
-    def facts_and_stages(self, path: Path, stages: tuple[str, ...]) -> tuple[Dataset, StageReading]:
+    def facts_and_stages(self, path: Path, stages: tuple[str, ...],
+                         modules: bool = True) -> tuple[Dataset, StageReading]:
         """:meth:`facts` and :meth:`stages` of one nsys SQLite export, the facts read in a forked child
         (the file decompressed once, here, before) while this process reads the stages; the facts'
         error, when both fail, is the one raised (as when they are read one after the other)."""
         key = path.resolve()
         if key in self._facts or self.store.holds(path, "capture_facts", []):
-            return self.facts(path), self.stages(path, stages)
+            return self.facts(path), self.stages(path, stages, modules)
         self._plain_copy(key)
         self._beside.submit(key, functools.partial(self._counted, lambda: self.facts(path)))
         try:
-            reading = self.stages(path, stages)
+            reading = self.stages(path, stages, modules)
         except Exception:
             self._facts_beside(key)  # its error first
             raise
@@ -303,9 +308,10 @@ def _ncu_passes_found(run: Path) -> list[Path]:
 
 
 def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path, index: int,
-                   operator_calls: bool = True) -> VersionInputs:
+                   operator_calls: bool = True, modules: bool = True) -> VersionInputs:
     """Read everything ``versions[index]`` of ``report_file`` names (a run's operator calls only
-    with ``operator_calls``: ``op_calls`` and ``launch_calls`` are None without).
+    with ``operator_calls``: ``op_calls`` and ``launch_calls`` are None without; the kernels' module
+    attribution only with ``modules``: ``module_kernels`` is None and ``module_form`` None without).
 
     Provenance paths are made relative to the report file's folder, so pages do not depend on where
     the checkout lives.
@@ -317,7 +323,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
     manifests = []
     timelines: list[pd.DataFrame] = []
     sources: dict[str, dict] = {}  # stage → where its summary came from (which range instances / which file)
-    modules: list[ModuleAttribution] = []  # kernel → module attribution of each staged nsys SQLite export
+    attributed: list[ModuleAttribution] = []  # kernel → module attribution of each staged nsys SQLite export
     graphs: list[pd.DataFrame] = []  # per stage, CUDA graph figures of the nsys SQLite exports
     spans: list[pd.DataFrame] = []  # per stage, their GPU timeline figures (span, idle)
     launches: list[pd.DataFrame] = []  # every kernel launch of the stages of the nsys SQLite exports
@@ -335,12 +341,12 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         exports.append(sqlite)
         stages = tuple(manifest_stages(run, manifest))
         # no stages: the whole capture is the measured work
-        nsys, reading = cache.facts_and_stages(sqlite, stages or (ALL_STAGES,))
+        nsys, reading = cache.facts_and_stages(sqlite, stages or (ALL_STAGES,), modules)
         if stages:
             summaries += [measured_union(reading.summary), reading.summary]
             sources.update(reading.instances)
             sources[ALL_STAGES] = {"union": list(stages)}
-            modules.append(reading.modules)
+            attributed.append(reading.modules)
             timelines.append(reading.timeline)
         else:
             summaries.append(reading.summary)
@@ -366,7 +372,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
             others.append(dataset)
             if dataset.provenance.format == "nsys-sqlite":
                 exports.append(path)
-                reading = cache.stages(path, (stage or ALL_STAGES,))
+                reading = cache.stages(path, (stage or ALL_STAGES,), modules)
                 graphs.append(reading.graphs)
                 spans.append(reading.timeline)
                 timelines.append(reading.timeline)
@@ -374,7 +380,7 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
                 configs.append(reading.launch_configs)
             if stage is not None and dataset.provenance.format == "nsys-sqlite":
                 sources.update(reading.instances)
-                modules.append(reading.modules)
+                attributed.append(reading.modules)
             elif stage is not None:
                 sources[stage] = {"file": path.name}
     for entry in version.inputs.ncu:
@@ -405,9 +411,9 @@ def version_inputs(version: VersionConfig, cache: InputCache, report_file: Path,
         provenance=_unique([_relative(d.provenance, base) for d in others + metrics + torch]),
         manifest=manifests[0] if len(manifests) == 1 else None,
         stage_sources=sources,
-        module_form=next((m.form for m in modules if m.form is not None), None),
-        module_kernels=pd.concat([m.kernels for m in modules], ignore_index=True) if modules else None,
-        module_classes={k: v for m in modules for k, v in m.classes.items()},
+        module_form=next((m.form for m in attributed if m.form is not None), None) if modules else None,
+        module_kernels=pd.concat([m.kernels for m in attributed], ignore_index=True) if attributed and modules else None,
+        module_classes={k: v for m in attributed for k, v in m.classes.items()} if modules else {},
         graphs=_per_stage(graphs, GRAPH_COLUMNS),
         timeline=_timeline(timelines, bool(version.runs)),
         api_summary=next((d.api_summary for d in others if d.api_summary is not None), None)

@@ -819,15 +819,17 @@ class StageReading(NamedTuple):
         return ModuleAttribution(self.module_form, self.module_kernels, self.module_classes)
 
 
-def read_stages(path: str | Path, stages: Sequence[str]) -> StageReading:
+def read_stages(path: str | Path, stages: Sequence[str], modules: bool = True) -> StageReading:
     """:func:`kernel_summary`, :func:`stage_instances`, :func:`graph_summary`, :func:`stage_timeline`
-    and (of the named stages) :func:`module_kernels` of ``stages`` and every launch (LAUNCH_COLUMNS),
-    the file opened and the stages' ranges and calls joined once. InputError as :func:`kernel_summary`."""
+    and (of the named stages, with ``modules``) :func:`module_kernels` of ``stages`` and every launch
+    (LAUNCH_COLUMNS), the file opened and the stages' ranges and calls joined once. Without ``modules``
+    the module attribution is (None, None, {}), as where no stage is named. InputError as
+    :func:`kernel_summary`."""
     chosen = _stage_list(stages)
     with _open(path, _summary_reads(chosen) | _reads(chosen, _GRAPH_TABLES, _MODULE_TABLES)) as cap, \
             _staged(cap, chosen):
         summary = checked_table(cap.path, "kernel_summary", _kernel_summary(cap, chosen))  # as read() checks it
-        modules = _module_kernels(cap) if _named(chosen) else ModuleAttribution(None, None, {})
+        modules = _module_kernels(cap) if modules and _named(chosen) else ModuleAttribution(None, None, {})
         return StageReading(summary, dict(cap.instances), _graph_summary(cap, chosen), _stage_timeline(cap, chosen),
                             *modules, _stage_launches(cap, chosen), _launch_configs(cap))
 
