@@ -6,5 +6,6 @@ MODELS = ("excess", "efficiency")
 #: the model the projected figures use (docs/projection.md says why: ncu's busy fractions)
 MODEL = "excess"
 #: the kernel-level model (docs/projection.md): per launch the chip's fixed cost (its shortest kernel)
-#: plus the throughput terms of the kernel's family; ``t' = t + Δthroughput + Δshortest kernel``
+#: plus the throughput terms of the kernel's family, each term's change weighted by that unit's busy
+#: fraction ``u``; ``t' = t + Σ u·Δterm + Δshortest kernel``
 KERNEL_MODEL = "kernel"

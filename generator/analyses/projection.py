@@ -296,6 +296,26 @@ def _throughput(frame: pd.DataFrame, families: pd.Series) -> pd.Series:
     return out
 
 
+def busy_share(term: pd.Series, measured: pd.Series) -> pd.Series:
+    """A unit's busy fraction in each launch, ``term / measured`` (within 0 and 1; 1 for a launch
+    of no measured time): the share of the term's change that reaches the launch's time."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = (term / measured).where(measured > 0, 1.0)
+    return share.clip(lower=0.0, upper=1.0).fillna(1.0)
+
+
+def _passed(terms: pd.DataFrame, moved: pd.DataFrame, families: pd.Series) -> pd.Series:
+    """Per launch the change of its family's throughput terms that reaches its time (ns): each
+    term's change × that unit's busy fraction here, summed over the terms."""
+    out = pd.Series(0.0, index=terms.index)
+    for fam, cols in FAMILY_TERMS.items():
+        rows = families == fam
+        for col in cols if rows.any() else ():
+            share = busy_share(terms.loc[rows, col], terms.loc[rows, "duration_ns"])
+            out[rows] += share * (moved.loc[rows, col] - terms.loc[rows, col])
+    return out
+
+
 def project_launches(terms: pd.DataFrame, source: Chip, target: Chip, model: str = MODEL) -> pd.Series:
     """Each profiled launch's time on ``target`` (ns) by ``model`` (the kernel model's change of
     the shortest kernel is added per nsys launch by :func:`project`, not here)."""
@@ -304,7 +324,9 @@ def project_launches(terms: pd.DataFrame, source: Chip, target: Chip, model: str
     measured, floor_src = terms["duration_ns"], terms["floor"]
     if model == KERNEL_MODEL:
         families = terms["family"] if "family" in terms else pd.Series("elementwise", index=terms.index)
-        return measured + _throughput(moved, families) - _throughput(terms, families)
+        change = _passed(terms, moved, families)
+        # a slower target never takes a launch under its own throughput floor there
+        return (measured + change).where(change <= 0, np.maximum(measured + change, _throughput(moved, families)))
     if model == "excess":
         return floor + (measured - floor_src)
     ratio = (floor / floor_src).where(floor_src > 0, 1.0)
