@@ -652,13 +652,14 @@ def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped:
         "stages": _records(projection.stages), "kernels": _records(projection.kernels), "notes": projection.notes,
         "sensitivity": None, "moves": None, "energy": None, "validation": None,
     }
-    if with_sensitivity:
-        table = sensitivity(summary, metrics, stages, source, source)
+    if with_sensitivity:  # of the captured chip on its own best figures (its probe's where it has one), whatever the target
+        own = figure_basis(basis, basis)[0]
+        table = sensitivity(summary, metrics, stages, own, own)
         moves = {}
         for stage in stages:
             top = top_parameters(table, stage)
             moves[stage] = {"parameters": [{"parameter": p, "change_pct": c} for p, c in top],
-                            "smallest": smallest_chip(summary, metrics, stage, source, source, [p for p, _ in top])}
+                            "smallest": smallest_chip(summary, metrics, stage, own, own, [p for p, _ in top])}
         result["sensitivity"], result["moves"] = _records(table), moves
     if len(inputs.ranks) > 1:
         result["notes"].append(communication_note(len(inputs.ranks), target))
