@@ -234,6 +234,7 @@ FUNCTION_FORM = {
     "examples/runs/llm-decode-graph-h200/ncu/report.ncu-rep.xz": (46, 33, 13),
     "examples/runs/llm-decode-h200-a/ncu/report.ncu-rep.xz": (43, 30, 13),
     "examples/runs/llm-decode-h200-b/ncu/report.ncu-rep.xz": (43, 30, 13),
+    "examples/runs/llm-decode-h200-probe/ncu/report.ncu-rep.xz": (43, 30, 13),
     "examples/runs/ocr-vlm-sdpa-h200-a/ncu/report.ncu-rep.xz": (83, 70, 13),
     "examples/runs/ocr-vlm-sdpa-h200-b/ncu/report.ncu-rep.xz": (84, 71, 13),
     "examples/runs/llm-decode-eager/ncu/report-retry.ncu-rep.xz": (4, 1, 3),
