@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from generator.errors import InputError
-from generator.readers.nsys_sqlite import KERNEL_TABLE, NVTX_TABLE, RUNTIME_TABLE, require_sqlite
+from generator.readers.nsys_sqlite import KERNEL_TABLE, NVTX_TABLE, RUNTIME_TABLE, require_sqlite, string_values
 from generator.readers.sqlite_file import checked_while_read
 
 #: One row per rank of an export (:func:`rank_processes`).
@@ -198,7 +198,7 @@ def read_rank(path: str | Path, global_pid: int, gpu: int, keep_range: Callable[
                 args), count, 5)
             ids, name = np.unique(name_id, return_inverse=True)
             del name_id
-            strings = _strings(conn, np.where(ids >= 0, ids, -2 - ids))
+            strings = string_values(conn, np.where(ids >= 0, ids, -2 - ids))
             names = [strings.get(int(i) if i >= 0 else -2 - int(i)) if i != -1 else None for i in ids]
             ranges = _ranges(conn, pid_key, keep_range) if NVTX_TABLE in tables else ([], [])
     except sqlite3.DatabaseError as exc:
@@ -229,17 +229,6 @@ def _fetched(cursor: sqlite3.Cursor, count: int, width: int) -> list[np.ndarray]
     if at != count:  # the file changed between the count and the read
         raise sqlite3.DatabaseError(f"{count} kernel rows counted, {at} read")
     return columns
-
-
-def _strings(conn: sqlite3.Connection, ids: np.ndarray) -> dict[int, str]:
-    """StringIds' values of ``ids`` (those it holds)."""
-    found: dict[int, str] = {}
-    wanted = [int(i) for i in ids if i >= 0]
-    for at in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
-        part = wanted[at:at + 900]
-        found.update(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})",
-                                  part).fetchall())
-    return found
 
 
 def _ranges(conn: sqlite3.Connection, pid_key: int, keep: Callable[[str], bool]) -> tuple[list[str], list[tuple]]:

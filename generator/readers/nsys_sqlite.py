@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import NamedTuple
@@ -140,14 +140,7 @@ class _Capture:
     def strings(self, ids: Sequence[object]) -> dict[int, str]:
         """The StringIds values of ``ids`` (bounded: validate.bounded_name) by id; an id that is missing
         (NULL), not whole or beyond SQLite's integers names nothing."""
-        found: dict[int, str] = {}
-        unique = sorted({i for i in map(string_id, ids) if i is not None})
-        for at in range(0, len(unique), 500):
-            chunk = unique[at:at + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(self.conn.execute(f"SELECT id, {bounded_name_sql('value')} FROM StringIds "
-                                           f"WHERE id IN ({marks})", chunk))
-        return found
+        return string_values(self.conn, ids)
 
     @property
     def columnar(self) -> Columnar:
@@ -258,6 +251,18 @@ def _no_open_kernels(cap: _Capture, tables: Collection[str]) -> None:
 
 _INDEX_LIMIT = 2 ** 62  # no capture has more ranges; larger numbers would not fit SQLite's INTEGER
 _SPEC = re.compile(r"^(?P<name>.+?)(?:/(?P<first>[1-9]\d*)(?:/(?P<count>[1-9]\d*))?)?$")
+
+
+def string_values(conn: sqlite3.Connection, ids: Iterable[object]) -> dict[int, str]:
+    """The StringIds values of ``ids`` (bounded: validate.bounded_name) by id; an id that is missing
+    (NULL), not whole or beyond SQLite's integers names nothing."""
+    found: dict[int, str] = {}
+    unique = sorted({i for i in map(string_id, ids) if i is not None})
+    for at in range(0, len(unique), 500):
+        chunk = unique[at:at + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(conn.execute(f"SELECT id, {bounded_name_sql('value')} FROM StringIds WHERE id IN ({marks})", chunk))
+    return found
 
 
 def string_id(value: object) -> int | None:
