@@ -26,11 +26,18 @@ MiB = 1 << 20
 REPEATS, WARMUP = 15, 3
 #: GEMM side for the tensor and FP32 peaks
 GEMM_N = 8192
-#: launches per repeat of the shortest kernel (2,000 launches: 20 repeats)
-BLOCK = 100
-#: repeats of the arithmetic peaks, after WARM_S seconds of the same work
+#: launches per repeat of the tiny kernels (20,000 launches each: 20 repeats); 100 left the H200's empty
+#: kernel alternating between two 32 ns CUPTI ticks (0.480 / 0.543 µs, a 13 % spread)
+BLOCK, TINY_LAUNCHES = 1000, 20000
+#: eager launches per repeat of the host-bound launch interval
+EAGER = 2000
+#: repeats of the arithmetic peaks, after WARM_S seconds of the same work, each at least REPEAT_S long
 PEAK_REPEATS, WARM_S = 30, 2.0  # 0.5 s left the H100's BF16 5.5 % apart between runs (power limit)
-_PEAK = f"best of {PEAK_REPEATS} after {WARM_S} s of warm-up; SM clock by NVML"
+#: one matrix product per repeat (1–2 ms) left the power-limited tensor peaks 5–6 % apart; a repeat
+#: of 50 ms spans the power controller's swings
+REPEAT_S = 0.05
+_PEAK = (f"best of {PEAK_REPEATS} repeats of ≥ {REPEAT_S * 1e3:.0f} ms of back-to-back calls after {WARM_S} s of "
+         "warm-up; SM clock by NVML")
 
 
 def _say(text: str) -> None:
@@ -91,17 +98,21 @@ class Clocks:
 
 
 def time_events(torch, fn: Callable[[], object], repeats: int = REPEATS, warmup: int = WARMUP,
-                inner: int = 1, warm_s: float = 0.0) -> list[float]:
+                inner: int = 1, warm_s: float = 0.0, repeat_s: float = 0.0) -> list[float]:
     """Seconds per call of ``fn``: each repeat times ``inner`` calls between two CUDA events, after
-    ``warmup`` calls and then more until ``warm_s`` seconds have passed (clocks settle under load)."""
+    ``warmup`` calls and then more until ``warm_s`` seconds have passed (clocks settle under load);
+    with ``repeat_s``, ``inner`` is as many calls as fill that many seconds."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    began = time.monotonic()
-    while time.monotonic() - began < warm_s:
+    began, calls = time.monotonic(), 0
+    while time.monotonic() - began < max(warm_s, 1e-9 if repeat_s else 0.0):
         for _ in range(4):
             fn()
         torch.cuda.synchronize()
+        calls += 4
+    if repeat_s and calls:
+        inner = max(inner, math.ceil(repeat_s / ((time.monotonic() - began) / calls)))
     out = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -186,19 +197,19 @@ def dram(torch, dev, budget_bytes: int) -> list[dict]:
     def copy() -> dict:
         src = torch.randn(n, device=dev)
         dst = torch.empty_like(src)
-        secs = time_events(torch, lambda: dst.copy_(src))
+        secs = time_events(torch, lambda: dst.copy_(src), repeat_s=REPEAT_S)
         return {"bytes": 2 * size, "samples": rate(2 * size, secs, 1e9), "unit": "GB/s"}
 
     def read() -> dict:
         x = torch.randn(n, device=dev)
-        secs = time_events(torch, lambda: x.sum())
+        secs = time_events(torch, lambda: x.sum(), repeat_s=REPEAT_S)
         return {"bytes": size, "samples": rate(size, secs, 1e9), "unit": "GB/s"}
 
     return [
         _record("dram_copy", f"device-to-device copy of {size // MiB} MiB (torch copy_), bytes read + written "
-                             f"over CUDA-event time, best of {REPEATS}", copy),
+                             f"over CUDA-event time, best of {REPEATS} repeats of ≥ {REPEAT_S * 1e3:.0f} ms", copy),
         _record("dram_read", f"read-only reduction of {size // MiB} MiB fp32 (torch sum), bytes read over "
-                             f"CUDA-event time, best of {REPEATS}", read),
+                             f"CUDA-event time, best of {REPEATS} repeats of ≥ {REPEAT_S * 1e3:.0f} ms", read),
     ]
 
 
@@ -238,7 +249,7 @@ def tensor(torch, dev, clocks: Clocks) -> list[dict]:
         def body() -> dict:
             a = torch.randn(n, n, device=dev, dtype=torch.float32).to(dtype)
             b = torch.randn(n, n, device=dev, dtype=torch.float32).to(dtype)
-            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b, repeats=PEAK_REPEATS, warm_s=WARM_S))
+            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b, repeats=PEAK_REPEATS, warm_s=WARM_S, repeat_s=REPEAT_S))
             return {"flop": flop, "samples": rate(flop, secs, 1e12), "unit": "TFLOP/s", **seen}
         return body
 
@@ -265,7 +276,7 @@ def tensor(torch, dev, clocks: Clocks) -> list[dict]:
         one = torch.ones((), device=dev)
         secs, seen = clocks.sample(lambda: time_events(
             torch, lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
-            repeats=PEAK_REPEATS, warm_s=WARM_S))
+            repeats=PEAK_REPEATS, warm_s=WARM_S, repeat_s=REPEAT_S))
         return {"flop": flop, "samples": rate(flop, secs, 1e12), "unit": "TFLOP/s", **seen}
 
     records.append(_record("tensor_fp8", f"{n}×{n}×{n} fp8 e4m3 matrix product, bf16 out (torch._scaled_mm), "
@@ -283,7 +294,7 @@ def fp32(torch, dev, sm_count: int, clocks: Clocks, kernels) -> list[dict]:
         out = torch.empty(programs * block, device=dev)
         secs, seen = clocks.sample(lambda: time_events(
             torch, lambda: kernels[1][(programs,)](out, iters, BLOCK=block, num_warps=4), repeats=PEAK_REPEATS,
-            warm_s=WARM_S))
+            warm_s=WARM_S, repeat_s=REPEAT_S))
         return {"flop": flop, "samples": rate(flop, secs, 1e12), "unit": "TFLOP/s", **seen}
 
     def sgemm() -> dict:
@@ -292,55 +303,72 @@ def fp32(torch, dev, sm_count: int, clocks: Clocks, kernels) -> list[dict]:
         try:
             n = 4096
             a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
-            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b, repeats=PEAK_REPEATS, warm_s=WARM_S))
+            secs, seen = clocks.sample(lambda: time_events(torch, lambda: a @ b, repeats=PEAK_REPEATS, warm_s=WARM_S, repeat_s=REPEAT_S))
             return {"flop": 2.0 * n ** 3, "samples": rate(2.0 * n ** 3, secs, 1e12), "unit": "TFLOP/s", **seen}
         finally:
             torch.backends.cuda.matmul.allow_tf32 = before
 
     return [
         _record("fp32_fma", f"Triton kernel of 4 independent FMA chains × {iters} per element, {programs} programs × "
-                            f"{block}; 2 FLOP per FMA over CUDA-event time, best of {PEAK_REPEATS} after {WARM_S} s of warm-up", fma,
+                            f"{block}; 2 FLOP per FMA over CUDA-event time, {_PEAK}", fma,
                 None if kernels else "Triton is not installed"),
         _record("fp32_sgemm", f"4096³ fp32 matrix product with TF32 off (cuBLAS SGEMM on the FMA units), "
-                              f"best of {PEAK_REPEATS} after {WARM_S} s of warm-up", sgemm),
+                              f"{_PEAK}", sgemm),
     ]
 
 
 def launch(torch, dev, kernels) -> list[dict]:
     x = torch.zeros(1, device=dev)
-    count = 2000  # launches of each tiny kernel; a repeat of the shortest is BLOCK of them in launch order
-    tiny = {"one-element add (torch)": lambda: x.add_(1.0), "torch.cuda._sleep(0)": lambda: torch.cuda._sleep(0)}
+    count = TINY_LAUNCHES  # eager launches of each tiny kernel; a repeat is the shortest of BLOCK in launch order
+    add = "one-element add (torch)"
+    tiny = {add: lambda: x.add_(1.0), "torch.cuda._sleep(0)": lambda: torch.cuda._sleep(0)}
     if kernels:
         tiny["empty Triton kernel"] = lambda: kernels[2][(1,)](x)
+    timed: dict[str, dict] = {}
 
-    def shortest() -> dict:
+    def cupti() -> dict[str, dict]:
+        """Per tiny kernel, profiled alone: its kernel name, the durations (µs) in launch order, and
+        the start-to-start gaps."""
         from torch.profiler import ProfilerActivity, profile
 
-        for launch_one in tiny.values():
+        if timed:
+            return timed
+        for label, launch_one in tiny.items():
             for _ in range(50):
                 launch_one()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for launch_one in tiny.values():
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(count):
                     launch_one()
-            torch.cuda.synchronize()
-        spans: dict[str, list[tuple[float, float]]] = {}
-        for e in prof.events():
-            if str(e.device_type).endswith("CUDA") and e.time_range.elapsed_us() > 0:
-                spans.setdefault(e.name, []).append((e.time_range.start, e.time_range.elapsed_us()))
-        if not spans:
-            raise RuntimeError("the profiler recorded no kernel")
-        per = {name: sorted(d for _, d in found) for name, found in spans.items()}
-        name = min(per, key=lambda k: (per[k][len(per[k]) // 2], k))  # the kernel of the shortest median
-        ordered = sorted(spans[name])
-        gaps = [b[0] - a[0] - a[1] for a, b in zip(ordered, ordered[1:])]
-        blocks = [[d for _, d in ordered[i:i + BLOCK]] for i in range(0, len(ordered), BLOCK)]
-        return {"samples": [min(b) for b in blocks if len(b) == BLOCK], "kernel": name, "unit": "µs",
+                torch.cuda.synchronize()
+            # kineto's raw events: building torch's FunctionEvents for 20,000 launches takes seconds
+            spans = sorted((e.start_ns() / 1e3, e.duration_ns() / 1e3, e.name())
+                           for e in prof.profiler.kineto_results.events()
+                           if str(e.device_type()).endswith("CUDA") and e.duration_ns() > 0)
+            if not spans:
+                raise RuntimeError(f"the profiler recorded no kernel of the {label}")
+            timed[label] = {"kernel": spans[0][2], "durations": [d for _, d, _ in spans],
+                            "gaps": [b[0] - a[0] - a[1] for a, b in zip(spans, spans[1:])]}
+        return timed
+
+    def blocks(durations: list[float]) -> list[float]:
+        return [min(durations[i:i + BLOCK]) for i in range(0, len(durations) - BLOCK + 1, BLOCK)]
+
+    def shortest() -> dict:
+        per = {label: sorted(t["durations"]) for label, t in cupti().items()}
+        label = min(per, key=lambda k: (per[k][len(per[k]) // 2], k))  # the kernel of the shortest median
+        gaps = sorted(timed[label]["gaps"])
+        return {"samples": blocks(timed[label]["durations"]), "kernel": timed[label]["kernel"], "launched": label,
+                "unit": "µs", "higher_is_better": False, "launches_per_repeat": BLOCK,
+                "shortest_by_kernel": {timed[k]["kernel"]: v[0] for k, v in per.items()},
+                "median_by_kernel": {timed[k]["kernel"]: v[len(v) // 2] for k, v in per.items()},
+                "gap_median_us": gaps[len(gaps) // 2] if gaps else None}
+
+    def memory() -> dict:
+        durations = cupti()[add]["durations"]
+        return {"samples": blocks(durations), "kernel": timed[add]["kernel"], "unit": "µs",
                 "higher_is_better": False, "launches_per_repeat": BLOCK,
-                "shortest_by_kernel": {k: v[0] for k, v in per.items()},
-                "median_by_kernel": {k: v[len(v) // 2] for k, v in per.items()},
-                "gap_median_us": sorted(gaps)[len(gaps) // 2] if gaps else None}
+                "median": sorted(durations)[len(durations) // 2]}
 
     def graph_gap() -> dict:
         per = 1000
@@ -359,18 +387,21 @@ def launch(torch, dev, kernels) -> list[dict]:
                 "launches_per_repeat": per}
 
     def eager_gap() -> dict:
-        secs = time_events(torch, lambda: x.add_(1.0), repeats=REPEATS, inner=count)
+        secs = time_events(torch, lambda: x.add_(1.0), repeats=REPEATS, inner=EAGER)
         return {"samples": [s * 1e6 for s in secs], "unit": "µs", "higher_is_better": False,
-                "launches_per_repeat": count, "note": "host-bound: the harness's eager launch rate, not a chip fact"}
+                "launches_per_repeat": EAGER, "note": "host-bound: the harness's eager launch rate, not a chip fact"}
 
     return [
         _record("launch_shortest", f"duration of the shortest of {', '.join(tiny)}, {count} eager launches each "
                                    "timed by CUPTI (torch.profiler, as nsys times kernels); the kernel of the "
                                    f"shortest median; a repeat is its shortest of {BLOCK} consecutive launches "
                                    "(one launch's duration is quantised to CUPTI's 32 ns tick)", shortest),
+        _record("launch_memory", f"duration of a one-element add (torch add_, a kernel that loads and stores), "
+                                 f"{count} eager launches timed by CUPTI; a repeat is the shortest of {BLOCK} "
+                                 "consecutive launches", memory),
         _record("launch_gap_graph", "start-to-start interval of one-element add kernels back to back in a CUDA graph "
                                     "of 1000, CUDA events over each replay; shortest", graph_gap),
-        _record("launch_gap_eager", f"start-to-start interval of {count} eager one-element adds (host-bound), "
+        _record("launch_gap_eager", f"start-to-start interval of {EAGER} eager one-element adds (host-bound), "
                                     "CUDA events; shortest", eager_gap),
     ]
 

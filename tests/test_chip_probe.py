@@ -120,7 +120,10 @@ def test_h200_against_its_datasheet_and_a_capture_a_minute_later() -> None:
     first = pm.figures(_raw("h200-a"))
     run = ROOT / "examples" / "runs" / "llm-decode-h200-probe"
     again = pm.figures(json.loads((run / "chip-probe.raw.json").read_text()))
-    assert json.loads((run / "manifest.json").read_text())["chip_probe"]["figures"] == json.loads(json.dumps(again))
+    # the add's shortest launch became a figure (launch_memory_us) after this capture was made
+    recorded = {k: v for k, v in again.items() if k != "launch_memory_us"}
+    assert json.loads((run / "manifest.json").read_text())["chip_probe"]["figures"] == json.loads(json.dumps(recorded))
+    assert again["launch_memory_us"]["value"] == pytest.approx(first["launch_memory_us"]["value"], rel=0.03)
     assert round(first["dram_bandwidth_gbps"]["value"]) == 4359 and 0.80 <= 4359 / 4800 <= 1.0
     assert round(first["tensor_bf16_tflops"]["value"], 1) == 658.2 and 0.5 <= 658.2 / 989.5 <= 1.0
     assert first["tensor_bf16_tflops"]["clock_mhz"] == 1500.0

@@ -45,6 +45,7 @@ FIGURES: dict[str, str] = {
     "l2_bandwidth_gbps": "L2 bandwidth, GB/s",
     "link_gbps": "chip-to-chip link bandwidth, GB/s",
     "launch_latency_us": "shortest kernel (launch latency), µs",
+    "launch_memory_us": "shortest kernel that loads and stores (one-element add), µs",
     "tensor_bf16_tflops": "dense BF16 tensor peak, TFLOP/s",
     "tensor_fp16_tflops": "dense FP16 tensor peak, TFLOP/s",
     "tensor_fp8_tflops": "dense FP8 tensor peak, TFLOP/s",
@@ -55,7 +56,11 @@ FIGURES: dict[str, str] = {
     "peer_copy_gbps": "GPU-to-GPU copy bandwidth, GB/s",
     "allreduce_busbw_gbps": "all-reduce bus bandwidth (nccl-tests), GB/s",
 }
-OPTIONAL_FIGURES = ("tensor_tf32_tflops", "power_w", "launch_gap_us", "peer_copy_gbps", "allreduce_busbw_gbps")
+OPTIONAL_FIGURES = ("tensor_tf32_tflops", "power_w", "launch_gap_us", "launch_memory_us", "peer_copy_gbps",
+                    "allreduce_busbw_gbps")
+#: the fixed cost per launch, first the one both chips state: a kernel that touches memory (every
+#: model kernel does) where both were probed, else the shortest kernel
+LAUNCH_FIGURES = ("launch_memory_us", "launch_latency_us")
 #: what a figure's value is: a datasheet's (or driver's, or an estimate) or the chip probe's
 MEASURED, DATASHEET = "measured", "datasheet"
 TENSOR_FIGURES = ("tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_fp8_tflops", "tensor_tf32_tflops")
@@ -80,7 +85,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "dram_bandwidth": ("dram_bandwidth_gbps",),
     "tensor_peak": TENSOR_FIGURES,
     "l2_size": ("l2_mb",),
-    "launch_latency": ("launch_latency_us",),
+    "launch_latency": LAUNCH_FIGURES,
 }
 #: sensitivity: (parameter, factor)
 SENSITIVITY: tuple[tuple[str, float], ...] = (
@@ -140,8 +145,8 @@ class Chip:
         for key, fig in self.figures.items():
             up = 1.0 + fig.uncertainty_pct / 100.0
             down = max(1.0 - fig.uncertainty_pct / 100.0, 0.01)
-            better = down if key == "launch_latency_us" else up
-            worse = up if key == "launch_latency_us" else down
+            better = down if key in LAUNCH_FIGURES else up
+            worse = up if key in LAUNCH_FIGURES else down
             figures[key] = replace(fig, value=fig.value * (better if faster else worse))
         return replace(self, figures=figures)
 
@@ -204,6 +209,13 @@ def figure_basis(source: Chip, target: Chip) -> tuple[Chip, Chip, dict[str, str]
     return replace(source, figures=src), replace(target, figures=tgt), used
 
 
+def launch_figure(source: Chip, target: Chip) -> str:
+    """The figure of the fixed cost per launch a projection between the two chips moves: the first
+    of LAUNCH_FIGURES both state."""
+    return next((k for k in LAUNCH_FIGURES if source.get(k) == source.get(k) and target.get(k) == target.get(k)),
+                LAUNCH_FIGURES[-1])
+
+
 def reference_chip(gpu: GpuInfo | None, chips: Iterable[Chip], captured: Chip) -> Chip:
     """The chip file describing the captured GPU (its name among a file's ``gpu_names``), else the
     chip read from the capture itself: the basis every target figure is compared with."""
@@ -236,9 +248,10 @@ def _ratio(a: float, b: float) -> float:
 TERMS = ("tensor", "cuda", "dram", "launch")
 
 
-def launch_terms(metrics: pd.DataFrame, source: Chip) -> pd.DataFrame:
-    """Per profiled launch on the captured GPU: duration_ns and each floor term (ns), the floor,
-    the tensor datapath figure, and the DRAM bytes with their upper bound of L2 traffic."""
+def launch_terms(metrics: pd.DataFrame, source: Chip, launch: str = "launch_latency_us") -> pd.DataFrame:
+    """Per profiled launch on the captured GPU: duration_ns and each floor term (ns; ``launch``: the
+    figure of the fixed cost, :func:`launch_figure`), the floor, the tensor datapath figure, and the
+    DRAM bytes with their upper bound of L2 traffic."""
     duration = _num(metrics, "duration_ns")
 
     def over(work: str, peak: str) -> np.ndarray:
@@ -253,7 +266,7 @@ def launch_terms(metrics: pd.DataFrame, source: Chip) -> pd.DataFrame:
         "tensor": over("flop_tensor", "peak_tensor_flop_per_s"),
         "cuda": np.maximum(over("flop_fp32", "peak_fp32_flop_per_s"), over("flop_fp16", "peak_fp16_flop_per_s")),
         "dram": over("dram_bytes", "peak_dram_bytes_per_s"),
-        "launch": np.full(len(metrics), source.get("launch_latency_us") * 1e3),
+        "launch": np.full(len(metrics), source.get(launch) * 1e3),
         "datapath": [_datapath_figure(t) for t in metrics.get("tensor_datapath", [None] * len(metrics))],
         "dram_bytes": _num(metrics, "dram_bytes"),
         # ncu measured what the floor needs: the DRAM bytes and the peak they are read against
@@ -276,7 +289,8 @@ def moved_terms(terms: pd.DataFrame, source: Chip, target: Chip) -> pd.DataFrame
     fits = (terms["dram_bytes"] <= l2_tgt) & ~(terms["dram_bytes"] <= l2_src) & (terms["dram_bytes"] > 0)
     from_l2 = terms["dram_bytes"] / (target.get("l2_bandwidth_gbps") * 1e9) * 1e9
     moved["dram"] = dram.where(~fits | from_l2.isna(), from_l2)
-    moved["launch"] = terms["launch"] * _ratio(target.get("launch_latency_us"), source.get("launch_latency_us"))
+    launch = launch_figure(source, target)
+    moved["launch"] = terms["launch"] * _ratio(target.get(launch), source.get(launch))
     moved["floor"] = moved[list(TERMS)].max(axis=1)
     return moved
 
@@ -386,14 +400,15 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
     of the captured GPU (reference_chip); ``ranges=False`` skips the low–high ends. The kernel
     model adds the change of the shortest kernel to each nsys launch, profiled or not. ``terms``:
     :func:`launch_terms` of ``metrics`` and ``source`` computed before (sweeps reuse them)."""
-    terms = launch_terms(metrics, source) if terms is None else terms.copy()
+    launch = launch_figure(source, target)
+    terms = launch_terms(metrics, source, launch) if terms is None else terms.copy()
     shortest = 0.0
     if model == KERNEL_MODEL:
         from generator.analyses.naming import name_kernels
 
         names = name_kernels(summary["name"].dropna().unique())
         terms["family"] = [family(names[n].category) if n in names else "elementwise" for n in terms["summary_name"]]
-        shortest = (target.get("launch_latency_us") - source.get("launch_latency_us")) * 1e3
+        shortest = (target.get(launch) - source.get(launch)) * 1e3
         shortest = shortest if shortest == shortest else 0.0
     ratios = _kernel_ratios(terms, source, target, ranges, model)
     by_kernel = dict(zip(ratios.index, ratios.to_dict("records")))  # (stage, name) → its ratios, looked up fast
@@ -446,7 +461,7 @@ def sensitivity(summary: pd.DataFrame, metrics: pd.DataFrame, stages: list[str],
                 base: Chip) -> pd.DataFrame:
     """Per stage and SENSITIVITY variant of ``base``: the projected kernel time and its change
     from ``base``'s projection (percent)."""
-    terms = launch_terms(metrics, source)  # the same for every variant
+    terms = launch_terms(metrics, source, launch_figure(source, base))  # the same for every variant
     reference = stage_times(summary, metrics, stages, source, base, terms)
     rows = []
     for parameter, factor in SENSITIVITY:
@@ -479,13 +494,13 @@ def smallest_chip(summary: pd.DataFrame, metrics: pd.DataFrame, stage: str, sour
     groups = {name: PARAMETERS[name] for name in parameters}
     groups["together"] = tuple(k for name in parameters for k in PARAMETERS[name])
     found: dict[str, float | None] = {}
-    terms = launch_terms(metrics, source)  # the same for every chip tried
+    terms = launch_terms(metrics, source, launch_figure(source, base))  # the same for every chip tried
     if math.isnan(stage_times(summary, metrics, [stage], source, base, terms)[stage]):
         return dict.fromkeys(groups)  # the stage is not projected
     for name, keys in groups.items():
         best = None
         for factor in SHRINK:
-            rates = tuple(k for k in keys if k != "launch_latency_us")
+            rates = tuple(k for k in keys if k not in LAUNCH_FIGURES)
             chip = base.scaled(rates, factor).scaled(set(keys) - set(rates), 1.0 / factor)
             if stage_times(summary, metrics, [stage], source, chip, terms)[stage] > limit:
                 break

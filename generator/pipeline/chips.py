@@ -29,6 +29,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "link_gbps": (1e-3, 1e7), "launch_latency_us": (1e-4, 1e5), "tensor_bf16_tflops": (1e-3, 1e7),
     "tensor_fp16_tflops": (1e-3, 1e7), "tensor_fp8_tflops": (1e-3, 1e7), "tensor_tf32_tflops": (1e-3, 1e7),
     "fp32_tflops": (1e-3, 1e7), "power_w": (1e-3, 1e7), "launch_gap_us": (1e-4, 1e5),
+    "launch_memory_us": (1e-4, 1e5),
     "peer_copy_gbps": (1e-3, 1e7), "allreduce_busbw_gbps": (1e-3, 1e7),
 }
 
@@ -43,7 +44,7 @@ class MeasuredSpec(_Strict):
 
     method: Annotated[CleanStr, Field(min_length=1)]
     repeats: Annotated[int, Field(strict=True, ge=1)]
-    spread_pct: float = Field(ge=0, le=100, allow_inf_nan=False, strict=True)
+    spread_pct: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False, strict=True)  # None: one repeat
     median: Positive | None = None
     clock_mhz: Positive | None = None
 
