@@ -20,9 +20,9 @@ job() {
     llm-b) timeout 240 $CAP --workload llm-decode --name llm-decode-b ;;
     llm-eager) timeout 240 $CAP --workload llm-decode --attn-impl eager --name llm-decode-eager-attn ;;
     llm-graph) timeout 240 $CAP --workload llm-decode --cuda-graph --name llm-decode-graph-node ;;
-    probe) timeout 120 python3 -m capture chip-probe --out "$OUT/probe.yaml" ;;
-    probe-again) timeout 90 python3 -m capture chip-probe --only dram tensor fp32 launch --out "$OUT/probe-again.yaml" ;;
-    llm-probe) timeout 300 $CAP --probe-chip --workload llm-decode --name llm-decode-probe ;;
+    probe) timeout 170 python3 -m capture chip-probe --out "$OUT/probe.yaml" ;;
+    probe-again) timeout 150 python3 -m capture chip-probe --only dram tensor fp32 launch --out "$OUT/probe-again.yaml" ;;
+    llm-probe) timeout 360 $CAP --probe-chip --workload llm-decode --name llm-decode-probe ;;
     ocr-a) timeout 300 $CAP --workload ocr-vlm --name ocr-vlm-a ;;
     ocr-b) timeout 300 $CAP --workload ocr-vlm --name ocr-vlm-b ;;
     whole-graph)
@@ -45,6 +45,5 @@ for m in sorted(pathlib.Path("runs").glob("*/manifest.json")):
           "energy:", json.dumps(d.get("energy"))[:300], "tokens:", d.get("tokens"),
           "phases:", [(p["name"], p.get("status"), p.get("seconds")) for p in d.get("phases", [])], "failed:", d.get("failed_phases"), "notes:", d.get("notes"))
 PY
-cd runs
-for d in */; do d=${d%/}; pack "$d" "$d" >/dev/null; done
+if [ -d runs ]; then cd runs && for d in */; do d=${d%/}; pack "$d" "$d" >/dev/null; done; fi
 cd "$OUT" && for f in *.tar; do if [ $(stat -c %s "$f") -gt 16000000 ]; then split -b 15M "$f" "$f.part-" && rm "$f"; fi; done; ls -la "$OUT"

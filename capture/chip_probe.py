@@ -31,12 +31,12 @@ GEMM_N = 8192
 BLOCK, TINY_LAUNCHES = 1000, 20000
 #: eager launches per repeat of the host-bound launch interval
 EAGER = 2000
-#: repeats of the arithmetic peaks, after WARM_S seconds of the same work, each at least REPEAT_S long
-PEAK_REPEATS, WARM_S = 30, 2.0  # 0.5 s left the H100's BF16 5.5 % apart between runs (power limit)
-#: one matrix product per repeat (1–2 ms) left the power-limited tensor peaks 5–6 % apart; a repeat
-#: of 50 ms spans the power controller's swings
-REPEAT_S = 0.05
-_PEAK = (f"best of {PEAK_REPEATS} repeats of ≥ {REPEAT_S * 1e3:.0f} ms of back-to-back calls after {WARM_S} s of "
+#: repeats of the arithmetic peaks, after WARM_S seconds of the same work, each REPEAT_S long
+PEAK_REPEATS, WARM_S = 6, 2.0  # 0.5 s left the H100's BF16 5.5 % apart between runs (power limit)
+#: under the power limit the SM clock swings for hundreds of ms: the H100's BF16 repeats spread 6.6 %
+#: at 50 ms each, 2.8 % at 250 ms, 0.4 % at 1 s (bench/PROJECTION.md); DRAM's 2.9 % at 50 ms
+REPEAT_S, DRAM_REPEAT_S = 1.0, 0.25
+_PEAK = (f"best of {PEAK_REPEATS} repeats of ≥ {REPEAT_S:g} s of back-to-back calls after {WARM_S:g} s of "
          "warm-up; SM clock by NVML")
 
 
@@ -197,19 +197,19 @@ def dram(torch, dev, budget_bytes: int) -> list[dict]:
     def copy() -> dict:
         src = torch.randn(n, device=dev)
         dst = torch.empty_like(src)
-        secs = time_events(torch, lambda: dst.copy_(src), repeat_s=REPEAT_S)
+        secs = time_events(torch, lambda: dst.copy_(src), repeat_s=DRAM_REPEAT_S)
         return {"bytes": 2 * size, "samples": rate(2 * size, secs, 1e9), "unit": "GB/s"}
 
     def read() -> dict:
         x = torch.randn(n, device=dev)
-        secs = time_events(torch, lambda: x.sum(), repeat_s=REPEAT_S)
+        secs = time_events(torch, lambda: x.sum(), repeat_s=DRAM_REPEAT_S)
         return {"bytes": size, "samples": rate(size, secs, 1e9), "unit": "GB/s"}
 
     return [
         _record("dram_copy", f"device-to-device copy of {size // MiB} MiB (torch copy_), bytes read + written "
-                             f"over CUDA-event time, best of {REPEATS} repeats of ≥ {REPEAT_S * 1e3:.0f} ms", copy),
+                             f"over CUDA-event time, best of {REPEATS} repeats of ≥ {DRAM_REPEAT_S * 1e3:.0f} ms", copy),
         _record("dram_read", f"read-only reduction of {size // MiB} MiB fp32 (torch sum), bytes read over "
-                             f"CUDA-event time, best of {REPEATS} repeats of ≥ {REPEAT_S * 1e3:.0f} ms", read),
+                             f"CUDA-event time, best of {REPEATS} repeats of ≥ {DRAM_REPEAT_S * 1e3:.0f} ms", read),
     ]
 
 
