@@ -173,7 +173,8 @@ def chip_file(raw: dict, datasheet: dict | None, datasheet_key: str | None) -> d
     for key, m in measured.items():
         entry = {"value": _rounded(m["value"]), "source": "measured",
                  "measured": {"method": m["method"], "repeats": m["repeats"],
-                              "spread_pct": round(m["spread_pct"], 2), "median": _rounded(m["median"])}}
+                              "spread_pct": round(m["spread_pct"], 2) if m["spread_pct"] == m["spread_pct"] else None,
+                              "median": _rounded(m["median"])}}
         if "clock_mhz" in m:
             entry["measured"]["clock_mhz"] = m["clock_mhz"]
         if key in sheet:

@@ -5,10 +5,14 @@ tests/data/chip-probe/: `python -m capture chip-probe` twice a minute apart on e
 80GB HBM3 machines, 2026-12-07: ``h100-a`` (00:49 UTC, the probe's first version: 15 repeats after 3
 warm-up calls, launch floor from a one-element add only) and ``h100-b`` (01:12 UTC, the committed
 probe: 30 repeats after 0.5 s of warm-up, launch floor the shortest of add, ``_sleep(0)`` and an
-empty Triton kernel). No H200 was lent while this was built (bench/PROJECTION.md)."""
+empty Triton kernel); ``h200-a`` (05:22 UTC); ``h100-c`` and ``h100-c-again`` (07:45 and 07:44 UTC,
+the probe of generator/chips/h100-sxm-measured.yaml: peaks in repeats of 1 s, the tiny kernels
+profiled one at a time, a one-element add in repeats of its own), and
+``h100-c-tensor-spread.json.xz`` (bench/tensor_spread.py on that machine; bench/PROJECTION.md)."""
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 import pytest
@@ -156,7 +160,7 @@ def test_shipped_measured_files_attach_to_their_datasheet_chip() -> None:
     assert shipped() == ["b200", "h100-sxm", "h200", "rtx-5090"]
     assert "h100-sxm-measured" in shipped_measured()
     h100 = load_chip("h100-sxm")
-    assert h100.get("dram_bandwidth_gbps") == 3350 and h100.measured["dram_bandwidth_gbps"].value == 3085
+    assert h100.get("dram_bandwidth_gbps") == 3350 and h100.measured["dram_bandwidth_gbps"].value == 3129
     h200 = load_chip("h200")  # the lent H200's probe: DRAM 91 %, BF16 67 % of the datasheet
     assert h200.get("dram_bandwidth_gbps") == 4800 and h200.measured["dram_bandwidth_gbps"].value == 4359
     assert h200.measured["tensor_bf16_tflops"].value == 658.2 and h200.measured["launch_latency_us"].value == 0.48
@@ -177,7 +181,7 @@ def test_a_runs_own_probe_pairs_with_the_targets_probe() -> None:
     basis, target, used = proj.figure_basis(source, load_chip("h100-sxm"))
     assert used["dram_bandwidth_gbps"] == used["launch_latency_us"] == proj.MEASURED
     assert used["power_w"] == used["sm_count"] == proj.DATASHEET  # the probe measures neither
-    assert round(basis.get("dram_bandwidth_gbps")) == 3075 and target.get("dram_bandwidth_gbps") == 3085
+    assert round(basis.get("dram_bandwidth_gbps")) == 3075 and target.get("dram_bandwidth_gbps") == 3129
     no_probe = proj.with_probe(load_chip("h200"), {"chip_probe": None})  # the chip file's own probe stays
     assert no_probe.measured["dram_bandwidth_gbps"].value == 4359
 
@@ -198,3 +202,39 @@ def test_probe_without_a_gpu_is_one_line_exit_2(tmp_path: Path, capsys: pytest.C
                      "--dry-run", "--nsys", "nsys", "--ncu", "ncu"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "# chip probe" and lines[2].endswith(f"-m capture.chip_probe --out {tmp_path}/r/chip-probe.yaml")
+
+
+def test_h100_probe_in_one_second_repeats() -> None:
+    """The committed H100 probe (h100-c): DRAM 3,129 GB/s (93 % of 3,350), BF16 683.3 TFLOP/s (69 % of
+    989.4) at 1,380 MHz; every figure's spread ≤ 3 % but the CUDA graph's launch interval (4.5 %); the
+    shortest kernel (empty Triton, 0.799 µs) and the add (1.12 µs) in repeats of the shortest of 1,000
+    launches, 20 of them, each on one CUPTI tick. A minute earlier (h100-c-again) DRAM spread 3.65 %
+    (2,861–3,032 GB/s), the other figures within 1 % of these."""
+    found = pm.figures(_raw("h100-c"))
+    assert round(found["dram_bandwidth_gbps"]["value"]) == 3129 and 0.80 <= 3129 / 3350 <= 1.0
+    bf16 = found["tensor_bf16_tflops"]
+    assert round(bf16["value"], 1) == 683.3 and bf16["clock_mhz"] == 1380.0 and 0.5 <= 683.3 / 989.4 <= 1.0
+    spreads = {k: round(v["spread_pct"], 2) for k, v in found.items()}
+    assert {k for k, v in spreads.items() if v > 3} == {"launch_gap_us"} and spreads["launch_gap_us"] == 4.54
+    assert max(v for k, v in spreads.items() if k.startswith("tensor")) == 0.44
+    memory = _record(_raw("h100-c"), "launch_memory")
+    assert len(memory["samples"]) == 20 and set(memory["samples"]) == {1.12} and memory["launches_per_repeat"] == 1000
+    assert found["launch_memory_us"]["value"] == 1.12 and found["launch_latency_us"]["value"] == pytest.approx(0.799)
+    again = pm.figures(_raw("h100-c-again"))
+    assert round(again["dram_bandwidth_gbps"]["spread_pct"], 2) == 3.65
+    for key in ("tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_tf32_tflops", "tensor_fp8_tflops", "fp32_tflops",
+                "launch_latency_us", "launch_memory_us"):
+        assert again[key]["value"] == pytest.approx(found[key]["value"], rel=0.01), key
+
+
+def test_tensor_spread_falls_with_the_repeat_length() -> None:
+    """bench/tensor_spread.py on the same H100: BF16 repeats of 50 ms spread 6.58 %, of 250 ms 2.81 %,
+    of 1 s 0.40 % (FP16 6.20 / 2.92 / 0.38 %): the SM clock swings under the 700 W limit for longer than
+    one matrix product; the best of 50 ms repeats (703 TFLOP/s) is a swing's top, not what it sustains."""
+    data = json.loads(lzma.decompress((DATA / "h100-c-tensor-spread.json.xz").read_bytes()))
+    spread = {k: round(pm.summarize(v["samples"])["spread_pct"], 2) for k, v in data.items()}
+    assert spread == {"bf16-0.05": 6.58, "bf16-0.25": 2.81, "bf16-1.0": 0.4,
+                      "fp16-0.05": 6.2, "fp16-0.25": 2.92, "fp16-1.0": 0.38}
+    assert round(max(data["bf16-0.05"]["samples"])) == 703 and round(max(data["bf16-1.0"]["samples"])) == 684
+    clocks = {mhz for _, mhz, _ in data["bf16-0.05"]["trace"]}
+    assert min(clocks) < 1400 < max(clocks)

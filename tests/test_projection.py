@@ -95,9 +95,9 @@ def _capture_totals(run: Path) -> dict[str, float]:
 
 
 def test_h200_to_h100_validation(h200: VersionInputs, h100: VersionInputs) -> None:
-    """With both chips' probe files: every stage with ≥ 1 ms within 10 % (the no-change baseline misses
-    by up to 9.8 %), nearer than no change but SAM (+3.7 % against −3.4 %); the top-20 kernels' median
-    |error| 2.98 % against no change's 4.37 % (4.64 % with datasheet figures on both chips)."""
+    """The kernel model with both chips' probe files: every stage with ≥ 1 ms within 2.1 % and nearer
+    than no change (which misses by up to 9.8 %); the top-20 kernels' median |error| 2.00 % against no
+    change's 4.37 % (the excess model's 2.90 %, with SAM at +3.2 % against −3.4 %: bench/PROJECTION.md)."""
     other = proj.Check(H100_RUN.name, h100.gpus[0].name, h100.kernel_summary, h100.manifest)
     result = proj.what_if(h200, _joined(h200), load_chip("h100-sxm"), shipped_chips(), other)
     check = result["validation"]
@@ -108,16 +108,17 @@ def test_h200_to_h100_validation(h200: VersionInputs, h100: VersionInputs) -> No
         assert row["measured_ns"] == truth[stage]
     errors = {s: round(r["error_pct"], 1) for s, r in stages.items()}
     baseline = {s: round(r["baseline_error_pct"], 1) for s, r in stages.items()}
-    assert errors == {"sam": 3.7, "clip": 0.8, "projector": -0.2, "prefill": 3.2, "decode": -0.8}
+    assert errors == {"sam": -1.0, "clip": 2.1, "projector": -0.9, "prefill": 1.0, "decode": 0.5}
     assert baseline == {"sam": -3.4, "clip": -3.2, "projector": -6.2, "prefill": -8.3, "decode": -9.8}
-    assert all(abs(r["error_pct"]) <= 10 for r in stages.values() if r["validated"])
+    assert all(abs(r["error_pct"]) < abs(r["baseline_error_pct"]) <= 10 for r in stages.values() if r["validated"])
     assert [s for s, r in stages.items() if r["validated"]] == ["sam", "clip", "prefill", "decode"]
     assert check["matched_kernels"] == len(check["kernels"]) == 66 and check["unequal_launches"] == {"prefill": 1, "decode": 1}
-    assert round(check["kernel_median_abs_error_pct"], 2) == 2.98
+    assert round(check["kernel_median_abs_error_pct"], 2) == 2.00
     assert round(check["kernel_baseline_median_abs_error_pct"], 2) == 4.37
     assert all(r["low_ns"] <= r["projected_ns"] <= r["high_ns"] for r in result["stages"])
     inside = [r["stage"] for r in result["stages"] if r["low_ns"] <= stages[r["stage"]]["measured_ns"] <= r["high_ns"]]
-    assert inside == ["projector", "decode"]  # probe figures carry no ±: the range is the shared-time span
+    # probe figures carry no ±: the range spans the kernel and the two stage models, which over-project
+    assert inside == ["sam", "projector"]
 
 
 def test_no_check_against_another_program(h100: VersionInputs) -> None:
@@ -155,7 +156,8 @@ def test_cli_json_and_no_energy(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert data["energy"] is None and data["validation"] is None
     decode = next(r for r in data["stages"] if r["stage"] == "decode")
     assert decode["projected_ns"] > decode["measured_ns"]  # 1.8 TB/s GDDR7 against 4.8 TB/s HBM3e
-    assert [p["parameter"] for p in data["moves"]["decode"]["parameters"]] == ["dram_bandwidth", "launch_latency"]
+    # 34 k decode launches: halving the fixed cost per launch (0.45 µs) moves decode most
+    assert [p["parameter"] for p in data["moves"]["decode"]["parameters"]] == ["launch_latency", "dram_bandwidth"]
 
 
 BAD = {
@@ -217,13 +219,13 @@ def test_what_if_page_shows_the_projection_and_its_validation(tmp_path: Path) ->
     en, zh = (render_page("what-if", result, meta, lang, {}) for lang in ("en", "zh"))
     assert "# Hardware what-if" in en and "# 硬件假设分析" in zh
     assert en.count("## NVIDIA H200 SXM → ") == 2
-    assert "floor = max(tensor FLOP / tensor peak" in en
+    assert "u = term here / measured (ncu's busy fraction of that unit)" in en
     for text in (en, zh):
-        assert "| decode | 76.02 | 83.57 | " in text.replace("解码", "decode")  # measured, projected (ms)
-        assert "| decode | 83.57 | 84.27 | -0.8% | -9.8% |" in text  # projected, H100, error, no change
+        assert "| decode | 76.02 | 84.65 | " in text.replace("解码", "decode")  # measured, projected (ms)
+        assert "| decode | 84.65 | 84.27 | +0.5% | -9.8% |" in text  # projected, H100, error, no change
     assert en.count("## Sensitivity") == 1 and zh.count("## 敏感度") == 1  # of the captured chip, once
-    assert "- decode: moved most by DRAM bandwidth (12.3%) and launch latency (3.6%)." in en
-    assert "| decode | +12.3% | -5.4% | +1.0% | +0.0% | +0.0% | -3.6% |" in en
+    assert "- decode: moved most by launch latency (18.3%) and DRAM bandwidth (5.6%)." in en
+    assert "| decode | +5.6% | -2.8% | +0.5% | -0.2% | +0.0% | -18.3% |" in en
     assert "energy not recorded in this capture" in en and "本次采集未记录能耗" in zh
     assert "No capture on the target chip was given" in en  # the RTX 5090 has none
 

@@ -1,21 +1,19 @@
-"""What the measured workload would take on another chip: each profiled launch's physical floor
-moved to the target chip, its measured excess over the floor carried along (docs/projection.md).
+"""What the measured workload would take on another chip (docs/projection.md).
 
 Per profiled launch (ncu), on the captured GPU at the rates ncu states for that launch:
 ``tensor = executed tensor FLOP / tensor peak of its datapath``, ``cuda = executed FP32 (FP16)
-FLOP / FP32 (FP16) peak``, ``dram = DRAM bytes / DRAM peak``, ``launch`` = the chip's shortest
-kernel; ``floor = max(tensor, cuda, dram, launch)``. The FLOP are what ncu counted as executed:
-these captures record no operator shapes, so useful FLOP are not known (docs/projection.md).
-On the target each term is scaled by the captured chip's figure over the target's (the same kind
-of figure on both sides: datasheet against datasheet), the DRAM term read at the target's L2
+FLOP / FP32 (FP16) peak``, ``dram = DRAM bytes / DRAM peak``, ``launch`` = the chip's fixed cost per
+launch (:func:`launch_figure`). The FLOP are what ncu counted as executed. On the target each term
+is scaled by the captured chip's figure over the target's (the same kind of figure on both sides:
+measured against measured, datasheet against datasheet), the DRAM term read at the target's L2
 bandwidth when the launch's DRAM traffic fits the target's L2 and not the captured chip's.
 
-Two ways to carry the measured time over (both computed; ``MODEL`` is the one the figures use):
-``excess`` (time − floor is latency, tails and synchronisation, kept as measured:
-``t' = floor' + (t − floor)``) and ``efficiency`` (the launch keeps its fraction of the floor:
-``t' = t × floor' / floor``). A kernel's nsys time in its stage is scaled by its launches' ratio
-``Σt' / Σt``; kernels ncu did not profile by their stage's profiled ratio. Host gaps (GPU idle
-inside the stage) are a harness fact and are reported apart, never scaled.
+``MODEL`` (the kernel model): ``t' = t + Σ u·(term' − term) + Δlaunch``, the terms those of the
+kernel's family, ``u = term / t`` the unit's busy fraction here. The stage models move the floor
+``max(terms)`` in full: ``excess`` keeps ``t − floor``, ``efficiency`` keeps ``t / floor``. A kernel's
+nsys time in its stage is scaled by its launches' ratio ``Σt' / Σt``; kernels ncu did not profile
+by their stage's profiled ratio. Host gaps (GPU idle inside the stage) are a harness fact and are
+reported apart, never scaled.
 """
 from __future__ import annotations
 
@@ -373,14 +371,15 @@ KERNEL_COLUMNS = ["stage", "name", "launches", "measured_ns", "projected_ns", "l
 
 def _kernel_ratios(terms: pd.DataFrame, source: Chip, target: Chip, ranges: bool = True,
                    model: str = MODEL) -> pd.DataFrame:
-    """Per (stage, nsys kernel) the ratio Σt'/Σt of its profiled launches: point, low and high
-    (the point again without ``ranges``)."""
+    """Per (stage, nsys kernel) the ratio Σt'/Σt of its profiled launches: point, and low and high
+    over ``model`` and the stage models at both ends of the target's uncertain figures (the point
+    again without ``ranges``)."""
     frame = terms[terms["summary_name"].notna() & terms["counted"]].copy()
     frame["point"] = project_launches(frame, source, target, model)
     if ranges:
         fast, slow = target.bounded(True), target.bounded(False)
         ends = pd.concat([project_launches(frame, source, chip, m) for chip in (fast, slow)
-                          for m in ((model,) if model == KERNEL_MODEL else MODELS)], axis=1)
+                          for m in dict.fromkeys((model, *MODELS))], axis=1)
         frame["low"], frame["high"] = ends.min(axis=1), ends.max(axis=1)
         frame["bound"] = bound_term(frame, source, target)
     else:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from generator.commands import report_console, report_table
 from generator.errors import InputError
-from generator.projection_models import KERNEL_MODEL, MODEL
+from generator.projection_models import CHOICES, MODEL
 from generator.resources import shipped
 
 if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers without pandas or SciPy
@@ -40,9 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run directory of the same workload captured on the target chip")
     parser.add_argument("--top", type=int, default=20, metavar="N", help="kernels per stage validated (default 20)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the projection as JSON")
-    parser.add_argument("--model", choices=[MODEL, KERNEL_MODEL], default=MODEL,
-                        help=f"how the measured time is carried (default {MODEL}; {KERNEL_MODEL}: per kernel family, "
-                             "the throughput terms plus the change of the chip's shortest kernel per launch)")
+    parser.add_argument("--model", choices=CHOICES, default=MODEL,
+                        help=f"how the measured time is carried (default {MODEL}: per kernel family, each "
+                             "throughput term's change weighted by how busy its unit was, plus the change of the "
+                             "fixed cost per launch; excess: the floor's change, the excess over it kept)")
 
 
 def read_version(report: Path, version_id: str) -> VersionInputs:
