@@ -52,7 +52,8 @@ def test_preset_defaults_are_the_capture_sources_numbers() -> None:
 def test_newer_captures_record_every_new_key() -> None:
     newer = {p.parent.name for p in MANIFESTS} - {p.parent.name for p in OLDER}
     assert newer == {"compiled-block-h200", "llm-decode-eager-attn-h200", "llm-decode-graph-h200", "llm-decode-h200-a",
-                     "llm-decode-h200-b", "llm-decode-h200-probe", "ocr-vlm-sdpa-h200-a", "ocr-vlm-sdpa-h200-b"}
+                     "llm-decode-h200-b", "llm-decode-h200-probe", "ocr-vlm-sdpa-h200-a", "ocr-vlm-sdpa-h200-b",
+                     "llm-decode-h100-a", "llm-decode-h100-b", "ocr-vlm-sdpa-h100-a"}
     assert all(set(NEW_KEYS) <= set(json.loads((RUNS / n / "manifest.json").read_text(encoding="utf-8"))) for n in newer)
     assert len(OLDER) == 9
 
