@@ -156,7 +156,7 @@ def test_cli_json_and_no_energy(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert data["energy"] is None and data["validation"] is None
     decode = next(r for r in data["stages"] if r["stage"] == "decode")
     assert decode["projected_ns"] > decode["measured_ns"]  # 1.8 TB/s GDDR7 against 4.8 TB/s HBM3e
-    # 34 k decode launches: halving the fixed cost per launch (0.45 µs) moves decode most
+    # 31,008 decode launches: halving the fixed cost per launch (0.45 µs each) moves decode most
     assert [p["parameter"] for p in data["moves"]["decode"]["parameters"]] == ["launch_latency", "dram_bandwidth"]
 
 
