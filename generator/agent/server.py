@@ -72,7 +72,7 @@ def build_server(root: Path) -> MCPServer:
     def project(version: Version,
                 chip: Annotated[str, Field(description="a chip key the report projects onto, e.g. h100-sxm")],
                 ) -> dict[str, Any]:
-        """A version projected onto another chip, the same JSON as `project --json` (floor × measured excess)."""
+        """A version projected onto another chip, the same JSON as `project --json` (the kernel model)."""
         return _answer(lambda: tools.project(version, chip))
 
     @server.tool(annotations=_READ_ONLY)

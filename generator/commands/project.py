@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers withou
 
     from generator.model import VersionInputs
 
-HELP = "project a run's measured kernels onto another chip (floor × measured excess), with sensitivity"
+HELP = "project a run's measured kernels onto another chip (per launch, its units' floor changes by how busy each was), with sensitivity"
 NAME_SHOWN = 60
 FORMULA = ("per profiled launch: floor = max(tensor FLOP / tensor peak, FP32 FLOP / FP32 peak, "
            "DRAM bytes / DRAM bandwidth, shortest kernel); projected = floor on target + (measured − floor on "
