@@ -54,7 +54,7 @@ def test_every_shipped_chip_loads_with_a_source_per_figure() -> None:
     for chip in shipped_chips():
         assert all(f.source and (f.uncertainty_pct > 0) == f.estimate for f in chip.figures.values()), chip.key
     h100 = load_chip("h100-sxm")
-    assert h100.get("dram_bandwidth_gbps") == 3350 and h100.get("tensor_bf16_tflops") == 989.4  # datasheet
+    assert h100.get("dram_bandwidth_gbps") == 3350 and h100.get("tensor_bf16_tflops") == 989.5  # datasheet
 
 
 def test_doubled_bandwidth_halves_the_dram_bound_floor(h200: VersionInputs, tmp_path: Path) -> None:
@@ -219,12 +219,12 @@ def test_what_if_page_shows_the_projection_and_its_validation(tmp_path: Path) ->
     en, zh = (render_page("what-if", result, meta, lang, {}) for lang in ("en", "zh"))
     assert "# Hardware what-if" in en and "# 硬件假设分析" in zh
     assert en.count("## NVIDIA H200 SXM → ") == 2
-    assert "u = term here / measured (ncu's busy fraction of that unit)" in en
+    assert "u = term here / measured (ncu's busy fraction of that unit, at most 1)" in en
     for text in (en, zh):
         assert "| decode | 76.02 | 84.65 | " in text.replace("解码", "decode")  # measured, projected (ms)
         assert "| decode | 84.65 | 84.27 | +0.5% | -9.8% |" in text  # projected, H100, error, no change
     assert en.count("## Sensitivity") == 1 and zh.count("## 敏感度") == 1  # of the captured chip, once
-    assert "- decode: moved most by launch latency (18.3%) and DRAM bandwidth (5.6%)." in en
+    assert "- decode: moved most by fixed cost per launch (18.3%) and DRAM bandwidth (5.6%)." in en
     assert "| decode | +5.6% | -2.8% | +0.5% | -0.2% | +0.0% | -18.3% |" in en
     assert "energy not recorded in this capture" in en and "本次采集未记录能耗" in zh
     assert "No capture on the target chip was given" in en  # the RTX 5090 has none
