@@ -206,8 +206,12 @@ def test_a_measured_block_is_taken() -> None:
     probe file loads with its method, repeats and spread."""
     chip = load_chip("h100-sxm-measured")
     dram = chip.figures["dram_bandwidth_gbps"]
-    assert dram.value == 3085.0 and dram.source == "measured"
-    assert dram.measured == {"method": dram.measured["method"], "repeats": 15, "spread_pct": 0.42, "median": 3069.0}
+    assert dram.value == 3129.0 and dram.source == "measured"
+    assert dram.measured == {"method": dram.measured["method"], "repeats": 15, "spread_pct": 0.77, "median": 3104.0}
+    add = chip.figures["launch_memory_us"]  # one repeat's record has no spread: null, and loads
+    assert add.value == 1.12 and add.measured["repeats"] == 20 and add.measured["spread_pct"] == 0.0
+    h200_add = load_chip("h200-measured").figures["launch_memory_us"]
+    assert h200_add.value == 0.895 and h200_add.measured["repeats"] == 1 and h200_add.measured.get("spread_pct") is None
 
 
 @pytest.mark.parametrize("top", ["0", "-5"])
