@@ -36,6 +36,11 @@ FIGURE_OF = {
 }
 
 
+#: figures timed by CUPTI, whose timestamps tick every 32 ns: one tick either way is their uncertainty
+#: (the add's best moved 1.120 → 1.151 µs between two runs on one H100, every repeat of each on one tick)
+TICKED, CUPTI_TICK_US = ("launch_latency_us", "launch_memory_us"), 0.032
+
+
 def _quantile(values: list[float], q: float) -> float:
     """Linear-interpolated quantile (numpy's default) of ``values``."""
     xs = sorted(values)
@@ -172,6 +177,7 @@ def chip_file(raw: dict, datasheet: dict | None, datasheet_key: str | None) -> d
     measured = figures(raw)
     for key, m in measured.items():
         entry = {"value": _rounded(m["value"]), "source": "measured",
+                 **({"uncertainty_pct": round(CUPTI_TICK_US * 100.0 / m["value"], 2)} if key in TICKED else {}),
                  "measured": {"method": m["method"], "repeats": m["repeats"],
                               "spread_pct": round(m["spread_pct"], 2) if m["spread_pct"] == m["spread_pct"] else None,
                               "median": _rounded(m["median"])}}

@@ -165,6 +165,9 @@ def test_shipped_measured_files_attach_to_their_datasheet_chip() -> None:
     assert h200.get("dram_bandwidth_gbps") == 4800 and h200.measured["dram_bandwidth_gbps"].value == 4359
     assert h200.measured["tensor_bf16_tflops"].value == 658.2 and h200.measured["launch_latency_us"].value == 0.48
     assert proj.figure_basis(h200, h100)[2]["dram_bandwidth_gbps"] == proj.MEASURED
+    # CUPTI-timed figures: ± one 32 ns tick, the add's run-to-run change (1.120 / 1.151 µs on one H100)
+    assert h100.measured["launch_memory_us"].uncertainty_pct == 2.86 and h200.measured["launch_memory_us"].uncertainty_pct == 3.58
+    assert {k for k, f in h100.measured.items() if f.uncertainty_pct} == {"launch_latency_us", "launch_memory_us"}
     assert load_chip("b200").measured == {}  # no probe: datasheet only, and it says so
     source, target, used = proj.figure_basis(load_chip("b200"), h100)
     assert used["dram_bandwidth_gbps"] == proj.DATASHEET and target.get("dram_bandwidth_gbps") == 3350

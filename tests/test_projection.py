@@ -117,8 +117,9 @@ def test_h200_to_h100_validation(h200: VersionInputs, h100: VersionInputs) -> No
     assert round(check["kernel_baseline_median_abs_error_pct"], 2) == 4.37
     assert all(r["low_ns"] <= r["projected_ns"] <= r["high_ns"] for r in result["stages"])
     inside = [r["stage"] for r in result["stages"] if r["low_ns"] <= stages[r["stage"]]["measured_ns"] <= r["high_ns"]]
-    # probe figures carry no ±: the range spans the kernel and the two stage models, which over-project
-    assert inside == ["sam", "projector"]
+    # the range spans the kernel and the two stage models (which over-project) and the fixed cost per
+    # launch ± one 32 ns CUPTI tick (the H100's add: 1.12 ± 2.86 %): clip (+2.1 %) lies above it
+    assert inside == ["sam", "projector", "prefill", "decode"]
 
 
 def test_no_check_against_another_program(h100: VersionInputs) -> None:

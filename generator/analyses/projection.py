@@ -397,18 +397,22 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
     """The projection of a version (its nsys kernel summary, its ncu launches joined to it —
     analyses.join.attach_stage_time —, its stage spans) onto ``target``, ``source`` being the basis
     of the captured GPU (reference_chip); ``ranges=False`` skips the low–high ends. The kernel
-    model adds the change of the shortest kernel to each nsys launch, profiled or not. ``terms``:
+    model adds the change of the fixed cost per launch to each nsys launch, profiled or not (at the
+    ends, of the target's figure at the ends of its uncertainty). ``terms``:
     :func:`launch_terms` of ``metrics`` and ``source`` computed before (sweeps reuse them)."""
     launch = launch_figure(source, target)
     terms = launch_terms(metrics, source, launch) if terms is None else terms.copy()
-    shortest = 0.0
+    change = dict.fromkeys(("point", "low", "high"), 0.0)  # of the fixed cost per launch (ns), at each end
     if model == KERNEL_MODEL:
         from generator.analyses.naming import name_kernels
 
         names = name_kernels(summary["name"].dropna().unique())
         terms["family"] = [family(names[n].category) if n in names else "elementwise" for n in terms["summary_name"]]
-        shortest = (target.get(launch) - source.get(launch)) * 1e3
-        shortest = shortest if shortest == shortest else 0.0
+        ends = ({"point": target, "low": target.bounded(True), "high": target.bounded(False)} if ranges
+                else dict.fromkeys(change, target))
+        for end, chip in ends.items():
+            found = (chip.get(launch) - source.get(launch)) * 1e3
+            change[end] = found if found == found else 0.0
     ratios = _kernel_ratios(terms, source, target, ranges, model)
     by_kernel = dict(zip(ratios.index, ratios.to_dict("records")))  # (stage, name) → its ratios, looked up fast
     kernel_rows, stage_rows, notes = [], [], []
@@ -424,12 +428,12 @@ def project(summary: pd.DataFrame, metrics: pd.DataFrame, spans: pd.DataFrame, s
         for row in rows.itertuples(index=False):
             hit = (stage, row.name) in by_kernel
             r = by_kernel[(stage, row.name)] if hit else mix
-            fixed = row.count * shortest
+            fixed = {end: row.count * ns for end, ns in change.items()}
             kernel_rows.append({
                 "stage": stage, "name": row.name, "launches": int(row.count), "measured_ns": float(row.total_ns),
-                "projected_ns": row.total_ns * r["point"] + fixed, "low_ns": row.total_ns * r["low"] + fixed,
-                "high_ns": row.total_ns * r["high"] + fixed,
-                "ratio": float((row.total_ns * r["point"] + fixed) / row.total_ns) if row.total_ns else math.nan,
+                "projected_ns": row.total_ns * r["point"] + fixed["point"],
+                "low_ns": row.total_ns * r["low"] + fixed["low"], "high_ns": row.total_ns * r["high"] + fixed["high"],
+                "ratio": float((row.total_ns * r["point"] + fixed["point"]) / row.total_ns) if row.total_ns else math.nan,
                 "profiled": hit, "bound": r["bound"] if hit else None})
         stage_kernels = [k for k in kernel_rows if k["stage"] == stage]
         measured = float(rows["total_ns"].sum())
