@@ -151,6 +151,8 @@ def test_cli_json_and_no_energy(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["project", str(H200_RUN), "--chip", "rtx-5090", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "energy not recorded in this capture" in printed
+    # the formula of the model used (the page's words): the kernel model's, not the floor's max
+    assert "u = term here / measured" in printed and "projected launch = floor on the target" not in printed
     data = json.loads(out.read_text())
     assert {"stage", "measured_ns", "projected_ns", "low_ns", "high_ns"} <= set(data["stages"][0])
     assert {"stage", "name", "measured_ns", "projected_ns"} <= set(data["kernels"][0])

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from generator.commands import report_console, report_table
 from generator.errors import InputError
+from generator.languages import DEFAULT_LANG
 from generator.projection_models import CHOICES, MODEL
 from generator.resources import shipped
 
@@ -23,11 +24,6 @@ if TYPE_CHECKING:  # the rest is imported where it runs: `--help` answers withou
 
 HELP = "project a run's measured kernels onto another chip (per launch, its units' floor changes by how busy each was), with sensitivity"
 NAME_SHOWN = 60
-FORMULA = ("per profiled launch: floor = max(tensor FLOP / tensor peak, FP32 FLOP / FP32 peak, "
-           "DRAM bytes / DRAM bandwidth, shortest kernel); projected = floor on target + (measured − floor on "
-           "the captured GPU); a kernel's nsys time × its launches' projected/measured; unprofiled kernels × "
-           "their stage's profiled ratio; low–high: both ways of carrying the excess, each figure at its "
-           "stated uncertainty")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +108,9 @@ def _print(console: Console, result: dict) -> None:
 
     console.print(f"{result['source']['name']} (basis: {result['source']['key']}) → {result['target']['name']}; "
                   f"model: {result['model']}")
-    console.print(FORMULA)
+    from generator.render.translations import translator
+
+    console.print(translator(DEFAULT_LANG)(f"whatif.formulas.{result['model']}"))
     used = result.get("figures_used") or {}
     measured = sorted(k for k, v in used.items() if v == "measured")
     console.print("figures measured on both chips (chip probe): " + (", ".join(measured) if measured else "none")
