@@ -223,6 +223,12 @@ def test_what_if_page_shows_the_projection_and_its_validation(tmp_path: Path) ->
     assert "# Hardware what-if" in en and "# 硬件假设分析" in zh
     assert en.count("## NVIDIA H200 SXM → ") == 2
     assert "u = term here / measured (ncu's busy fraction of that unit, at most 1)" in en
+    # which figures the arithmetic reads, and the one-tick uncertainty of a launch figure
+    assert "| SMs | 132 | 132 | not read by the projection |" in en and "| SM 数 | 132 | 132 | 投影不读取 |" in zh
+    assert "| Back-to-back kernel interval, CUDA graph (µs) | 1.29 | 1.218 | not read by the projection |" in en
+    assert "| Shortest kernel (µs) | 0.48 | 0.799 (one CUPTI tick, ±4.0 %) | not read by the projection |" in en
+    assert ("| Shortest kernel that loads and stores (µs) | 0.895 | 1.12 (one CUPTI tick, ±2.9 %) | "
+            "measured on both chips |") in en
     for text in (en, zh):
         assert "| decode | 76.02 | 84.65 | " in text.replace("解码", "decode")  # measured, projected (ms)
         assert "| decode | 84.65 | 84.27 | +0.5% | -9.8% |" in text  # projected, H100, error, no change

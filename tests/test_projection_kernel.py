@@ -76,6 +76,9 @@ def test_pair_against_no_change(pair: tuple[str, str, str]) -> None:
     result = _check(read_run(RUNS / source), read_run(RUNS / other), chip, proj.MODEL)
     assert result["model"] == proj.KERNEL_MODEL
     assert result["figures_used"]["dram_bandwidth_gbps"] == result["figures_used"]["launch_memory_us"] == proj.MEASURED
+    read = {k for k, f in result["target"]["figures"].items() if f["read"]}
+    assert read == {*proj.MODEL_FIGURES, "launch_memory_us"} & set(result["target"]["figures"])
+    assert "launch_latency_us" not in read and "launch_gap_us" not in read
     errors = _errors(result)
     assert errors == expected
     assert all(abs(e) < 4 and abs(e) < abs(b) for e, b in errors.values())

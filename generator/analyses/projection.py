@@ -62,6 +62,9 @@ LAUNCH_FIGURES = ("launch_memory_us", "launch_latency_us")
 #: what a figure's value is: a datasheet's (or driver's, or an estimate) or the chip probe's
 MEASURED, DATASHEET = "measured", "datasheet"
 TENSOR_FIGURES = ("tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_fp8_tflops", "tensor_tf32_tflops")
+#: the figures a projection's arithmetic reads, besides the fixed cost per launch (launch_figure) and
+#: the board power of the energy estimate; the others are shown for reference only
+MODEL_FIGURES = (*TENSOR_FIGURES, "fp32_tflops", "dram_bandwidth_gbps", "l2_mb", "l2_bandwidth_gbps", "power_w")
 
 #: kernel family → the throughput terms its floor takes (naming.CATEGORIES grouped); communication
 #: kernels have no term the capture counts (their link bytes are not in ncu's DRAM counters): carried
@@ -212,6 +215,11 @@ def launch_figure(source: Chip, target: Chip) -> str:
     of LAUNCH_FIGURES both state."""
     return next((k for k in LAUNCH_FIGURES if source.get(k) == source.get(k) and target.get(k) == target.get(k)),
                 LAUNCH_FIGURES[-1])
+
+
+def read_figures(source: Chip, target: Chip) -> set[str]:
+    """The figures a projection between the two chips reads."""
+    return {*MODEL_FIGURES, launch_figure(source, target)}
 
 
 def reference_chip(gpu: GpuInfo | None, chips: Iterable[Chip], captured: Chip) -> Chip:
@@ -664,8 +672,9 @@ def what_if(inputs: VersionInputs, metrics: pd.DataFrame, target: Chip, shipped:
     target_file = target
     source, target, used = figure_basis(basis, target_file)
     projection = project(summary, metrics, inputs.stage_spans, stages, source, target, model=model)
+    read = read_figures(source, target)
     result = {
-        "source": _chip_dict(source, basis, used), "target": _chip_dict(target, target_file, used),
+        "source": _chip_dict(source, basis, used, read), "target": _chip_dict(target, target_file, used, read),
         "figures_used": used, "model": projection.model,
         "stages": _records(projection.stages), "kernels": _records(projection.kernels), "notes": projection.notes,
         "sensitivity": None, "moves": None, "energy": None, "validation": None,
@@ -704,15 +713,17 @@ def unlike(captured: dict | None, other: dict | None) -> list[str]:
     return [f"{d['key']}: {d['previous']} / {d['current']}" for d in found if d["kind"] in (WORKLOAD, PARAMETER)]
 
 
-def _chip_dict(chip: Chip, file: Chip | None = None, used: dict[str, str] | None = None) -> dict:
-    """A chip's figures as used (``used``: measured or datasheet), each with the datasheet's and the
-    probe's value beside it (``file``: the chip as loaded)."""
+def _chip_dict(chip: Chip, file: Chip | None = None, used: dict[str, str] | None = None,
+               read: set[str] | None = None) -> dict:
+    """A chip's figures as used (``used``: measured or datasheet; ``read``: those the projection reads,
+    default all), each with the datasheet's and the probe's value beside it (``file``: the chip as loaded)."""
     file = file or chip
     figures = {}
     for k, f in chip.figures.items():
         sheet, probe = file.figures.get(k), file.measured.get(k)
         figures[k] = {"value": f.value, "source": f.source, "estimate": f.estimate,
                       "uncertainty_pct": f.uncertainty_pct, "used": (used or {}).get(k, DATASHEET),
+                      "read": read is None or k in read,
                       "datasheet": sheet.value if sheet is not None else None,
                       "measured": probe.value if probe is not None else None,
                       "method": probe.measured if probe is not None else None,
