@@ -62,8 +62,8 @@ LAUNCH_FIGURES = ("launch_memory_us", "launch_latency_us")
 #: what a figure's value is: a datasheet's (or driver's, or an estimate) or the chip probe's
 MEASURED, DATASHEET = "measured", "datasheet"
 TENSOR_FIGURES = ("tensor_bf16_tflops", "tensor_fp16_tflops", "tensor_fp8_tflops", "tensor_tf32_tflops")
-#: the figures a projection's arithmetic reads, besides the fixed cost per launch (launch_figure) and
-#: the board power of the energy estimate; the others are shown for reference only
+#: the figures a projection's arithmetic reads (power_w: the energy estimate's), besides the fixed cost
+#: per launch (launch_figure); the others are shown for reference only
 MODEL_FIGURES = (*TENSOR_FIGURES, "fp32_tflops", "dram_bandwidth_gbps", "l2_mb", "l2_bandwidth_gbps", "power_w")
 
 #: kernel family → the throughput terms its floor takes (naming.CATEGORIES grouped); communication
@@ -713,17 +713,15 @@ def unlike(captured: dict | None, other: dict | None) -> list[str]:
     return [f"{d['key']}: {d['previous']} / {d['current']}" for d in found if d["kind"] in (WORKLOAD, PARAMETER)]
 
 
-def _chip_dict(chip: Chip, file: Chip | None = None, used: dict[str, str] | None = None,
-               read: set[str] | None = None) -> dict:
-    """A chip's figures as used (``used``: measured or datasheet; ``read``: those the projection reads,
-    default all), each with the datasheet's and the probe's value beside it (``file``: the chip as loaded)."""
-    file = file or chip
+def _chip_dict(chip: Chip, file: Chip, used: dict[str, str], read: set[str]) -> dict:
+    """A chip's figures as used (``used``: measured or datasheet; ``read``: those the projection reads),
+    each with the datasheet's and the probe's value beside it (``file``: the chip as loaded)."""
     figures = {}
     for k, f in chip.figures.items():
         sheet, probe = file.figures.get(k), file.measured.get(k)
         figures[k] = {"value": f.value, "source": f.source, "estimate": f.estimate,
-                      "uncertainty_pct": f.uncertainty_pct, "used": (used or {}).get(k, DATASHEET),
-                      "read": read is None or k in read,
+                      "uncertainty_pct": f.uncertainty_pct, "used": used.get(k, DATASHEET),
+                      "read": k in read,
                       "datasheet": sheet.value if sheet is not None else None,
                       "measured": probe.value if probe is not None else None,
                       "method": probe.measured if probe is not None else None,
